@@ -1,0 +1,51 @@
+# idem_assets: two commands on a fresh machine — `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+export IDEM_LANDING_DIR ?= $(CURDIR)/data/landing
+export IDEM_LAKE_DIR ?= $(CURDIR)/data/lake
+HOST ?= 127.0.0.1
+PORT ?= 3000
+SAMPLE_START ?= 2024-03-01
+SAMPLE_DAYS ?= 14
+SAMPLE_SEED ?= 7
+
+.PHONY: install run demo test sample-data dagster-home lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+dagster-home:
+	@mkdir -p $(DAGSTER_HOME)
+	@ln -sf $(CURDIR)/dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+
+sample-data: install
+	@if [ -z "$$(ls -A $(IDEM_LANDING_DIR) 2>/dev/null)" ]; then \
+		$(PY) -m idem_assets.landing generate --out $(IDEM_LANDING_DIR) \
+			--start $(SAMPLE_START) --days $(SAMPLE_DAYS) --seed $(SAMPLE_SEED); \
+	else echo "landing data present in $(IDEM_LANDING_DIR)"; fi
+
+## Start the Dagster UI on http://$(HOST):$(PORT) with the whole code location loaded.
+run: install dagster-home sample-data
+	$(VENV)/bin/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
+
+## Headless: materialize two weeks of every asset twice and print rows/versions/fingerprints/checks.
+demo: install dagster-home sample-data
+	$(PY) -m idem_assets.demo --start $(SAMPLE_START) --days $(SAMPLE_DAYS)
+
+## Create/install everything and run the whole test suite.
+test: install
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check idem_assets idem_assets_tests benchmarks
+
+clean:
+	rm -rf data .dagster_home

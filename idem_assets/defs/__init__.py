@@ -1,0 +1,1 @@
+"""Dagster definitions, one package per domain."""

@@ -1,0 +1,1 @@
+"""Jobs, schedules and sensors that drive the daily loads."""

@@ -1,0 +1,56 @@
+"""What every lake asset declares once, so its asset, IO manager and checks agree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+
+from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.resources import LakeResource
+
+LAKE_IO_MANAGER_KEY = "lake_io"
+OWNERS = ["team:data-platform"]
+KINDS = {"deltalake", "polars"}
+
+# Pure recomputation of an asset's output rows for a window, before deduplication:
+# the asset returns it and the rerun-equality check compares it with the table.
+Compute = Callable[[LakeResource, Window], pa.Table]
+
+
+@dataclass(frozen=True)
+class LakeAssetDef:
+    """An asset's table contract: name, write spec, schema and how to recompute it."""
+
+    name: str
+    spec: WriteSpec
+    schema: pa.Schema
+    compute: Compute
+    column_descriptions: dict[str, str]
+
+    @property
+    def key(self) -> dg.AssetKey:
+        """The asset key (equal to the table path)."""
+        return dg.AssetKey(self.name)
+
+    def metadata(self) -> dict[str, Any]:
+        """Definition metadata: the write spec plus a column schema for the UI."""
+        columns = [
+            dg.TableColumn(
+                name=field.name,
+                type=str(field.type),
+                description=self.column_descriptions.get(field.name),
+                constraints=dg.TableColumnConstraints(
+                    nullable=field.nullable, unique=(self.spec.natural_key == (field.name,))
+                ),
+            )
+            for field in self.schema
+        ]
+        return {
+            **self.spec.to_metadata(),
+            "dagster/column_schema": dg.TableSchema(columns=columns),
+            "dagster/table_name": self.name,
+        }

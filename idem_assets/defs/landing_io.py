@@ -1,0 +1,90 @@
+"""Reading landing files inside an asset: quarantine the bad rows, report every row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+
+from idem_assets.io_manager import Window
+from idem_assets.lake import OneOf, date_range, overwrite_slice
+from idem_assets.landing.contract import SOURCES, SourceContract
+from idem_assets.landing.reader import QUARANTINE_SCHEMA, LandingBatch, read_days, read_snapshot
+from idem_assets.resources import LakeResource
+
+QUARANTINE_TABLE = "quarantine"
+_SOURCE_NAMES = frozenset(SOURCES)
+_MAX_LISTED_FILES = 50
+
+
+def read_landing(lake: LakeResource, contract: SourceContract, window: Window) -> LandingBatch:
+    """The landing batch of a source for a window (daily) or its newest snapshot."""
+    if contract.daily:
+        if not window.partitioned:
+            raise ValueError(f"{contract.name} is daily: it needs a partition window")
+        assert window.start is not None and window.end is not None
+        return read_days(lake.landing_path, contract, window.start, window.end)
+    return read_snapshot(lake.landing_path, contract)
+
+
+def write_quarantine(
+    lake: LakeResource, contract: SourceContract, batch: LandingBatch, window: Window
+) -> int:
+    """Replace this source's quarantine rows for the window; returns the table version."""
+    conditions: list[Any] = [OneOf("source", contract.name, _SOURCE_NAMES)]
+    if contract.daily and window.partitioned:
+        assert window.start is not None and window.end is not None
+        conditions.append(date_range("partition_date", window.start, window.end))
+    result = overwrite_slice(
+        lake.table(QUARANTINE_TABLE),
+        batch.quarantine,
+        conditions,
+        partition_by=["source", "partition_date"],
+        schema=QUARANTINE_SCHEMA,
+        commit_metadata={"idem.asset": QUARANTINE_TABLE, "idem.source": contract.name},
+    )
+    return result.version
+
+
+def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, Any]:
+    """Row accounting for the materialization: raw rows, valid rows, quarantined rows, files."""
+    files = [
+        {"file": f.relpath, "format": f.format, "rows": f.rows, "sha256": f.sha256[:12]}
+        for f in batch.files[:_MAX_LISTED_FILES]
+    ]
+    reasons: dict[str, int] = {}
+    if batch.quarantine.num_rows:
+        for reason in batch.quarantine.column("reason").to_pylist():
+            head = str(reason).split(":", 1)[0]
+            reasons[head] = reasons.get(head, 0) + 1
+    return {
+        "landing_files": len(batch.files),
+        "raw_rows": batch.raw_rows,
+        "valid_rows": batch.rows.num_rows,
+        "quarantined_rows": batch.quarantine.num_rows,
+        "quarantine_reasons": dg.MetadataValue.json(reasons),
+        "quarantine_version": quarantine_version,
+        "dropped_columns": dg.MetadataValue.json(
+            {path: list(cols) for path, cols in batch.dropped_columns.items()}
+        ),
+        "files": dg.MetadataValue.json(files),
+    }
+
+
+def load_landing(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    contract: SourceContract,
+    window: Window,
+) -> pa.Table:
+    """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows."""
+    batch = read_landing(lake, contract, window)
+    version = write_quarantine(lake, contract, batch, window)
+    context.add_output_metadata(landing_metadata(batch, version))
+    if batch.quarantine.num_rows:
+        context.log.warning(
+            f"{batch.quarantine.num_rows} {contract.name} row(s) quarantined in "
+            f"{QUARANTINE_TABLE} for {window.label()}"
+        )
+    return batch.rows

@@ -1,0 +1,74 @@
+"""Checks of daily_sales, including an independent reconciliation with orders."""
+
+
+import decimal
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from idem_assets.checks import lake_asset_checks
+from idem_assets.checks.factory import check_window
+from idem_assets.defs.orders.assets import ORDERS_TABLE
+from idem_assets.defs.sales.assets import NON_REVENUE_STATUSES, SALES_TABLE
+from idem_assets.io_manager import read, target_table
+from idem_assets.partitions import DAILY_PARTITIONS
+from idem_assets.resources import LakeResource
+
+RECONCILES_WITH_ORDERS = "reconciles_with_orders"
+
+
+def _totals_by_day(orders: pa.Table) -> dict[object, tuple[int, decimal.Decimal]]:
+    # Arrow compute, not the Polars path the asset uses: an independent recomputation.
+    earns = pc.invert(pc.is_in(orders.column("status"), pa.array(NON_REVENUE_STATUSES)))
+    earning = orders.filter(pc.fill_null(earns, True))
+    counts = orders.group_by("order_date").aggregate([("order_id", "count")])
+    sums = earning.group_by("order_date").aggregate([("amount", "sum")])
+    revenue = dict(zip(sums.column("order_date").to_pylist(), sums.column("amount_sum").to_pylist(),
+                       strict=True))
+    return {
+        day: (count, revenue.get(day) or decimal.Decimal("0"))
+        for day, count in zip(counts.column("order_date").to_pylist(),
+                              counts.column("order_id_count").to_pylist(), strict=True)
+    }
+
+
+@dg.asset_check(
+    asset=SALES_TABLE.key,
+    name=RECONCILES_WITH_ORDERS,
+    partitions_def=DAILY_PARTITIONS,
+    additional_deps=[ORDERS_TABLE.key],
+    description="Per day, daily_sales order count and revenue equal the sums over orders.",
+)
+def reconciles_with_orders(
+    context: dg.AssetCheckExecutionContext, lake: LakeResource
+) -> dg.AssetCheckResult:
+    """daily_sales agrees with the orders table it was computed from."""
+    window = check_window(context, DAILY_PARTITIONS)
+    orders = read(ORDERS_TABLE.spec, target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
+                  window, ORDERS_TABLE.schema)
+    sales = read(SALES_TABLE.spec, target_table(lake, SALES_TABLE.spec, SALES_TABLE.key),
+                 window, SALES_TABLE.schema)
+    expected = _totals_by_day(orders)
+    stored = {
+        row["order_date"]: (row["orders"], row["revenue"]) for row in sales.to_pylist()
+    }
+    mismatches = []
+    for day in sorted(set(expected) | set(stored), key=str):
+        want = expected.get(day, (0, decimal.Decimal("0")))
+        have = stored.get(day)
+        if have is None or have[0] != want[0] or have[1] != want[1]:
+            mismatches.append({"day": str(day), "orders_table": [want[0], str(want[1])],
+                               "daily_sales": None if have is None else [have[0], str(have[1])]})
+    return dg.AssetCheckResult(
+        passed=not mismatches,
+        metadata={
+            "partition_range": window.label(),
+            "days_compared": len(set(expected) | set(stored)),
+            "mismatched_days": len(mismatches),
+            "mismatches": dg.MetadataValue.json(mismatches[:20]),
+        },
+    )
+
+
+SALES_CHECKS = [*lake_asset_checks(SALES_TABLE, DAILY_PARTITIONS), reconciles_with_orders]

@@ -1,0 +1,27 @@
+"""The idempotent Delta IO manager and its per-asset write spec."""
+
+from idem_assets.io_manager.manager import IdempotentDeltaIOManager, output_window, target_table
+from idem_assets.io_manager.spec import WriteSpec
+from idem_assets.io_manager.strategies import (
+    PreparedBatch,
+    RerunComparison,
+    Window,
+    compare,
+    prepare,
+    read,
+    write,
+)
+
+__all__ = [
+    "IdempotentDeltaIOManager",
+    "PreparedBatch",
+    "RerunComparison",
+    "Window",
+    "WriteSpec",
+    "compare",
+    "output_window",
+    "prepare",
+    "read",
+    "target_table",
+    "write",
+]

@@ -1,0 +1,114 @@
+"""Per-asset write configuration, carried in asset metadata under ``idem/*`` keys."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PREFIX = "idem/"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_TABLE = re.compile(r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")
+
+Strategy = Literal["overwrite", "merge", "replace", "append"]
+
+STRATEGY_DESCRIPTIONS: dict[str, str] = {
+    "overwrite": "replaceWhere: the run's [start, end) partitions are replaced in one commit",
+    "merge": "MERGE on the natural key; newest version wins; unchanged rows are not rewritten",
+    "replace": "atomic full replace in one commit; readers never see the table empty",
+    "append": "exactly-once append committed with a Delta txn (app id, version)",
+}
+
+
+class WriteSpec(BaseModel):
+    """How the IO manager writes an asset's output to its Delta table."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    strategy: Strategy = Field(description="Idempotent write strategy for this table.")
+    natural_key: tuple[str, ...] = Field(
+        default=(), description="Columns that identify a row; deduplicated and unique-checked."
+    )
+    version_column: str | None = Field(
+        default=None, description="Newest value wins when a natural key repeats."
+    )
+    partition_column: str | None = Field(
+        default=None,
+        description="Date column that holds the Dagster partition (overwrite) or lays out "
+        "the Delta table in folders (merge).",
+    )
+    prune_columns: tuple[str, ...] = Field(
+        default=(),
+        description="Columns whose batch [min, max] goes into the MERGE predicate so "
+        "untouched files are skipped.",
+    )
+    dedupe: bool = Field(default=True, description="Keep one row per natural key before writing.")
+    table: str | None = Field(
+        default=None, description="Table path under the lake root; defaults to the asset key."
+    )
+    allow_empty: bool = Field(
+        default=False, description="Replace only: accept an empty output as the new table."
+    )
+
+    @field_validator("natural_key", "prune_columns")
+    @classmethod
+    def _identifiers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            _check_identifier(name)
+        return value
+
+    @field_validator("version_column", "partition_column")
+    @classmethod
+    def _identifier(cls, value: str | None) -> str | None:
+        return _check_identifier(value) if value is not None else None
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, value: str | None) -> str | None:
+        if value is not None and not _TABLE.match(value):
+            raise ValueError(f"table must be slash-separated plain names, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> WriteSpec:
+        if self.strategy == "overwrite" and not self.partition_column:
+            raise ValueError("overwrite needs partition_column")
+        if self.strategy == "merge" and not self.natural_key:
+            raise ValueError("merge needs natural_key")
+        if self.dedupe and self.strategy != "append" and not self.natural_key:
+            raise ValueError("dedupe needs natural_key (or set dedupe=False)")
+        return self
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Flat ``idem/*`` metadata entries (readable in the UI, parsed back by the IO manager)."""
+        data = self.model_dump(exclude_none=True)
+        entries = {f"{PREFIX}{name}": _plain(value) for name, value in data.items()}
+        entries[f"{PREFIX}strategy_description"] = STRATEGY_DESCRIPTIONS[self.strategy]
+        return entries
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> WriteSpec:
+        """Parse the ``idem/*`` entries of asset metadata (raw or MetadataValue)."""
+        fields = {
+            key[len(PREFIX):]: getattr(value, "value", value)
+            for key, value in metadata.items()
+            if key.startswith(PREFIX) and key[len(PREFIX):] in cls.model_fields
+        }
+        if "strategy" not in fields:
+            raise ValueError(
+                f"asset metadata has no {PREFIX}strategy: "
+                "declare it with WriteSpec(...).to_metadata()"
+            )
+        return cls.model_validate(fields)
+
+
+def _check_identifier(name: str) -> str:
+    if not _IDENTIFIER.match(name):
+        raise ValueError(f"not a plain column identifier: {name!r}")
+    return name
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value

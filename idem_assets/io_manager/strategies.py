@@ -1,0 +1,169 @@
+"""Per-strategy write, read and rerun-comparison code shared by the IO manager and checks."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from idem_assets.io_manager.spec import WriteSpec
+from idem_assets.lake import (
+    Fingerprint,
+    LakeTable,
+    WriteResult,
+    count_row_differences,
+    date_range,
+    dedupe_newest,
+    fingerprint,
+    merge_upsert,
+    overwrite_partitions,
+    plan_merge,
+    read_rows,
+    replace_table,
+)
+from idem_assets.lake.frames import FrameLike, conform, to_arrow
+
+
+@dataclass(frozen=True)
+class Window:
+    """The ``[start, end)`` days a write or check covers; both None when unpartitioned."""
+
+    start: dt.date | None = None
+    end: dt.date | None = None
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether this window restricts the table to a day range."""
+        return self.start is not None and self.end is not None
+
+    def label(self) -> str:
+        """Human-readable form for metadata and logs."""
+        return f"[{self.start}, {self.end})" if self.partitioned else "whole table"
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    """An asset's output after deduplication, ready to be written or compared."""
+
+    rows: pa.Table
+    input_rows: int
+    duplicates_dropped: int
+    conflicting_keys: int
+
+
+@dataclass(frozen=True)
+class RerunComparison:
+    """Whether the table already equals what a clean rerun would produce."""
+
+    passed: bool
+    rows_differing: int
+    expected: Fingerprint
+    stored: Fingerprint
+    detail: str
+
+
+def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -> PreparedBatch:
+    """Conform to ``schema`` and keep one row per natural key when the spec asks for it."""
+    rows = to_arrow(data)
+    if schema is not None:
+        rows = conform(rows, schema)
+    if not spec.dedupe or not spec.natural_key:
+        return PreparedBatch(rows, rows.num_rows, 0, 0)
+    sort_by = [c for c in (spec.partition_column, *spec.prune_columns) if c]
+    result = dedupe_newest(rows, spec.natural_key, spec.version_column, sort_by=sort_by)
+    return PreparedBatch(
+        result.rows, rows.num_rows, result.duplicates_dropped, result.conflicting_keys
+    )
+
+
+def write(
+    spec: WriteSpec,
+    target: LakeTable,
+    batch: PreparedBatch,
+    window: Window,
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> WriteResult:
+    """Write a prepared batch with the spec's strategy; no-op when nothing changed."""
+    if spec.strategy == "overwrite":
+        start, end = _require_window(spec, window)
+        return overwrite_partitions(
+            target, batch.rows, spec.partition_column or "", start, end,
+            commit_metadata=commit_metadata,
+        )
+    if spec.strategy == "merge":
+        return merge_upsert(
+            target,
+            batch.rows,
+            spec.natural_key,
+            version_column=spec.version_column,
+            partition_column=spec.partition_column,
+            prune_columns=spec.prune_columns,
+            commit_metadata=commit_metadata,
+        )
+    if spec.strategy == "replace":
+        return replace_table(
+            target, batch.rows, commit_metadata=commit_metadata, allow_empty=spec.allow_empty
+        )
+    raise ValueError(f"strategy {spec.strategy!r} is written by its own asset, not the IO manager")
+
+
+def read(spec: WriteSpec, target: LakeTable, window: Window, schema: pa.Schema | None) -> pa.Table:
+    """The rows a downstream asset sees for ``window`` (the whole table if unpartitioned)."""
+    table = target.open()
+    ranges = []
+    if window.partitioned and spec.partition_column:
+        assert window.start is not None and window.end is not None
+        ranges.append(date_range(spec.partition_column, window.start, window.end))
+    if table is None:
+        if schema is None:
+            raise FileNotFoundError(f"no Delta table at {target.uri}; materialize it first")
+        return schema.empty_table()
+    return read_rows(table, ranges=ranges)
+
+
+def compare(
+    spec: WriteSpec, target: LakeTable, batch: PreparedBatch, window: Window
+) -> RerunComparison:
+    """Compare a recomputed batch with what the table holds, without writing."""
+    expected = fingerprint(batch.rows)
+    table = target.open()
+    if spec.strategy == "merge":
+        plan = plan_merge(table, batch.rows, spec.natural_key, spec.version_column,
+                          spec.prune_columns)
+        stored = fingerprint(plan.current)
+        return RerunComparison(
+            passed=plan.changes == 0,
+            rows_differing=plan.changes,
+            expected=expected,
+            stored=stored,
+            detail=(
+                f"a rerun would insert {plan.inserts} and update {plan.updates} row(s)"
+                if plan.changes
+                else "every batch row is stored or superseded by a newer version"
+            ),
+        )
+    if spec.strategy == "overwrite":
+        start, end = _require_window(spec, window)
+        ranges = [date_range(spec.partition_column or "", start, end)]
+    else:
+        ranges = []
+    stored_rows = read_rows(table, batch.rows.schema, ranges=ranges)
+    stored = fingerprint(stored_rows)
+    differing = 0 if stored == expected else count_row_differences(batch.rows, stored_rows)
+    return RerunComparison(
+        passed=stored == expected,
+        rows_differing=differing,
+        expected=expected,
+        stored=stored,
+        detail=f"{window.label()}: {differing} row(s) differ between the table and a clean rerun",
+    )
+
+
+def _require_window(spec: WriteSpec, window: Window) -> tuple[dt.date, dt.date]:
+    if not window.partitioned:
+        raise ValueError(f"strategy {spec.strategy!r} needs a partitioned asset")
+    assert window.start is not None and window.end is not None
+    return window.start, window.end

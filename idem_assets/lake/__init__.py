@@ -1,0 +1,35 @@
+"""Idempotent write strategies over delta-rs. No Dagster imports live here."""
+
+from idem_assets.lake.append import append_exactly_once, committed_version
+from idem_assets.lake.dedupe import DedupeResult, dedupe_newest
+from idem_assets.lake.fingerprint import Fingerprint, count_row_differences, fingerprint
+from idem_assets.lake.merge import MergePlan, merge_upsert, plan_merge
+from idem_assets.lake.overwrite import PartitionMismatchError, overwrite_partitions, overwrite_slice
+from idem_assets.lake.predicates import OneOf, Range, UnsafePredicateError, date_range
+from idem_assets.lake.replace import replace_table
+from idem_assets.lake.result import WriteResult
+from idem_assets.lake.tables import LakeTable, read_rows
+
+__all__ = [
+    "DedupeResult",
+    "Fingerprint",
+    "LakeTable",
+    "MergePlan",
+    "OneOf",
+    "PartitionMismatchError",
+    "Range",
+    "UnsafePredicateError",
+    "WriteResult",
+    "append_exactly_once",
+    "committed_version",
+    "count_row_differences",
+    "date_range",
+    "dedupe_newest",
+    "fingerprint",
+    "merge_upsert",
+    "overwrite_partitions",
+    "overwrite_slice",
+    "plan_merge",
+    "read_rows",
+    "replace_table",
+]

@@ -1,0 +1,59 @@
+"""Atomic full replace of a small reference table (TRUNCATE + INSERT as one commit)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+from deltalake import write_deltalake
+
+from idem_assets.lake.fingerprint import fingerprint
+from idem_assets.lake.frames import FrameLike, conform, to_arrow
+from idem_assets.lake.result import WriteResult
+from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, with_commit_retries
+
+STRATEGY = "replace"
+
+
+def replace_table(
+    target: LakeTable,
+    data: FrameLike,
+    *,
+    schema: pa.Schema | None = None,
+    commit_metadata: Mapping[str, Any] | None = None,
+    allow_empty: bool = False,
+) -> WriteResult:
+    """Make the table hold exactly ``data`` in one commit; readers never see it empty.
+
+    An empty replacement is refused unless ``allow_empty``: an empty snapshot is
+    far more often a broken export than a real empty catalog.
+    """
+    rows = to_arrow(data)
+    if schema is not None:
+        rows = conform(rows, schema)
+    if rows.num_rows == 0 and not allow_empty:
+        raise ValueError(
+            f"refusing to replace {target.uri} with an empty table; pass allow_empty=True "
+            "if the source really is empty"
+        )
+    new_fp = fingerprint(rows)
+    properties = commit_properties({**(commit_metadata or {}), "idem.fingerprint": str(new_fp)})
+
+    def attempt(number: int) -> WriteResult:
+        table = target.open()
+        if table is not None and fingerprint(read_rows(table)) == new_fp:
+            return WriteResult(STRATEGY, target.uri, table.version(), False, 0, new_fp,
+                               attempts=number + 1)
+        if table is None:
+            write_deltalake(target.uri, rows, mode="error", storage_options=target.options(),
+                            commit_properties=properties)
+            version = 0
+        else:
+            write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite",
+                            commit_properties=properties)
+            version = table.version()
+        return WriteResult(STRATEGY, target.uri, version, True, rows.num_rows, new_fp,
+                           rows_inserted=rows.num_rows, attempts=number + 1)
+
+    return with_commit_retries(attempt)

@@ -1,0 +1,146 @@
+"""Finding landing files, fingerprinting them, and the error raised for unreadable ones."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from idem_assets.landing.contract import FILE_SUFFIXES, SourceContract, parse_day_dir
+
+SNAPSHOT_SUFFIX = ".csv"
+_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
+_HASH_CHUNK = 1 << 20
+
+
+class LandingFileError(ValueError):
+    """A landing file cannot be read at all; the message names the file and the problem."""
+
+    def __init__(self, relpath: str, problem: str) -> None:
+        super().__init__(f"{relpath}: {problem}")
+        self.relpath = relpath
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class LandingFile:
+    """One landing file that was read: where it is, what it held, and its content hash."""
+
+    path: Path
+    relpath: str  # posix, relative to the landing dir
+    format: str  # "parquet" | "csv" | "jsonl"
+    size: int
+    sha256: str
+    rows: int  # raw data rows seen (valid + quarantined)
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The files of one folder that will be read, and those left alone with the reason why."""
+
+    files: tuple[Path, ...]
+    ignored: dict[str, str]
+
+
+def file_format(path: Path) -> str | None:
+    """The landing format of ``path`` from its suffix (case-insensitive), or None."""
+    return _FORMATS.get(path.suffix.lower())
+
+
+def relpath_of(landing_dir: str | Path, path: Path) -> str:
+    """``path`` relative to the landing dir, with forward slashes."""
+    return path.relative_to(Path(landing_dir)).as_posix()
+
+
+def _is_hidden(name: str) -> bool:
+    # Writers stage files as .name.tmp / _temporary and drop markers like _SUCCESS:
+    # none of them is data, and a half-written file must never be read.
+    return name.startswith((".", "_"))
+
+
+def _discover(
+    landing_dir: str | Path, folder: Path, suffixes: tuple[str, ...]
+) -> Discovery:
+    if not folder.is_dir():
+        return Discovery((), {})
+    files: list[Path] = []
+    ignored: dict[str, str] = {}
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        rel = relpath_of(landing_dir, entry)
+        if entry.is_dir():
+            ignored[rel] = "sub-folder: only files directly in the folder are read"
+        elif _is_hidden(entry.name):
+            ignored[rel] = "hidden file (name starts with '.' or '_'): in-progress or marker file"
+        elif not entry.is_file():
+            ignored[rel] = "not a regular file"
+        elif entry.suffix.lower() not in suffixes:
+            expected = ", ".join(suffixes)
+            ignored[rel] = f"unsupported suffix {entry.suffix!r}: expected one of {expected}"
+        else:
+            files.append(entry)
+    return Discovery(tuple(files), ignored)
+
+
+def discover_day(landing_dir: str | Path, contract: SourceContract, day: dt.date) -> Discovery:
+    """The files of ``day``'s folder in relpath order (a missing folder is an empty day)."""
+    return _discover(landing_dir, contract.day_dir(landing_dir, day), FILE_SUFFIXES)
+
+
+def discover_snapshot(landing_dir: str | Path, contract: SourceContract) -> Discovery:
+    """The newest snapshot file (greatest file name) of a snapshot source, if any.
+
+    Older snapshots are not reported as ignored: being superseded is their normal state.
+    """
+    found = _discover(landing_dir, contract.root(landing_dir), (SNAPSHOT_SUFFIX,))
+    newest = max(found.files, key=lambda p: p.name, default=None)
+    return Discovery((newest,) if newest else (), found.ignored)
+
+
+def list_days(landing_dir: str | Path, contract: SourceContract) -> list[dt.date]:
+    """The days whose ``date=YYYY-MM-DD`` folder holds at least one readable file, ascending."""
+    root = contract.root(landing_dir)
+    if not contract.daily:
+        raise ValueError(f"{contract.name} is a snapshot source, it has no day folders")
+    if not root.is_dir():
+        return []
+    days = []
+    for entry in root.iterdir():
+        day = parse_day_dir(entry.name)
+        if day is not None and entry.is_dir() and discover_day(landing_dir, contract, day).files:
+            days.append(day)
+    return sorted(days)
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def files_signature(entries: Iterable[tuple[str, str]]) -> str | None:
+    """sha256 over sorted ``relpath<TAB>sha256<LF>`` lines; None when there are no files."""
+    lines = sorted(f"{rel}\t{sha}\n" for rel, sha in entries)
+    if not lines:
+        return None
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def _signature(landing_dir: str | Path, files: Iterable[Path]) -> str | None:
+    return files_signature((relpath_of(landing_dir, p), sha256_file(p)) for p in files)
+
+
+def day_signature(
+    landing_dir: str | Path, contract: SourceContract, day: dt.date
+) -> str | None:
+    """Fingerprint of everything the reader would read for ``day``; None if it has no files."""
+    return _signature(landing_dir, discover_day(landing_dir, contract, day).files)
+
+
+def snapshot_signature(landing_dir: str | Path, contract: SourceContract) -> str | None:
+    """Fingerprint of the newest snapshot file; None if there is none."""
+    return _signature(landing_dir, discover_snapshot(landing_dir, contract).files)

@@ -1,0 +1,139 @@
+"""Vectorised readers for Parquet, CSV and JSON Lines bytes, falling back to careful parsers."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from idem_assets.landing.careful import parse_csv_rows, parse_jsonl_rows
+from idem_assets.landing.files import LandingFileError
+from idem_assets.landing.raw import RawRows, empty_raw
+
+_BLANK_MARKS = (b"\n\n", b"\n\r", b"\n ", b"\n\t")
+
+
+def row_numbers(count: int) -> pa.Array:
+    """1..count as an int64 array."""
+    return pl.int_range(1, count + 1, dtype=pl.Int64, eager=True).to_arrow()
+
+
+def read_raw(data: bytes, fmt: str, relpath: str, string_columns: frozenset[str]) -> RawRows:
+    """Parse one file's bytes; ``string_columns`` are contract columns kept as JSON text."""
+    if not data:
+        return empty_raw("zero-byte file: read as 0 rows")
+    if fmt == "parquet":
+        return _read_parquet(data, relpath)
+    if fmt == "csv":
+        return _read_csv(data, relpath)
+    return _read_jsonl(data, relpath, string_columns)
+
+
+def _read_parquet(data: bytes, relpath: str) -> RawRows:
+    try:
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        expected = parquet.metadata.num_rows
+        table = parquet.read()
+    except (pa.ArrowException, OSError) as exc:
+        raise LandingFileError(
+            relpath, f"not a readable Parquet file, truncated or corrupt ({exc}), re-deliver it"
+        ) from exc
+    if table.num_rows != expected:
+        raise LandingFileError(
+            relpath, f"Parquet footer promises {expected} rows but {table.num_rows} were read"
+        )
+    return RawRows(_polars_ready(table), row_numbers(table.num_rows))
+
+
+def _polars_ready(table: pa.Table) -> pa.Table:
+    """Arrow types polars cannot take as they are, made plain without changing any value."""
+    columns = []
+    for column in table.columns:
+        kind = column.type
+        if pa.types.is_dictionary(kind):
+            column = column.cast(kind.value_type)
+            kind = column.type
+        if pa.types.is_timestamp(kind):
+            # Zoned instants are stored in UTC already and naive ones are UTC by contract:
+            # only the label changes, and polars needs an IANA name rather than "+02:00".
+            column = column.cast(pa.timestamp(kind.unit, "UTC"))
+        elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            try:
+                column = column.cast(pa.string())
+            except pa.ArrowInvalid:
+                pass  # invalid UTF-8 stays binary and is judged value by value
+        elif pa.types.is_date64(kind):
+            column = column.cast(pa.date32())
+        elif pa.types.is_decimal256(kind) or pa.types.is_fixed_size_binary(kind):
+            column = pa.chunked_array(
+                [pa.array([None if v is None else str(v) for v in column.to_pylist()], pa.string())]
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def _csv_header(data: bytes) -> list[str] | None:
+    """The header of a CSV whose first line is a complete, clean record, else None."""
+    line = data.split(b"\n", 1)[0].rstrip(b"\r")
+    if not line.strip() or line.count(b'"') % 2:
+        return None
+    try:
+        text = line.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    return next(csv.reader([text]))
+
+
+def _read_csv(data: bytes, relpath: str) -> RawRows:
+    header = _csv_header(data)
+    # An odd number of quotes means a quote somewhere is open or stray: let the careful
+    # parser decide whether the file is still countable.
+    if header is None or data.count(b'"') % 2:
+        return parse_csv_rows(data, relpath)
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(data),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types={name: pa.string() for name in header},
+                null_values=[""],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=True,
+            ),
+        )
+    except pa.ArrowInvalid:
+        return parse_csv_rows(data, relpath)
+    if table.column_names != header:
+        return parse_csv_rows(data, relpath)
+    return RawRows(table, row_numbers(table.num_rows))
+
+
+def _data_lines(data: bytes) -> int:
+    """Non-blank lines, counted without a Python loop unless a line starts with whitespace."""
+    body = data.rstrip(b"\n")
+    if not body:
+        return 0
+    # A blank line is a newline followed by whitespace or another newline: if no line
+    # starts that way, every line holds something and counting newlines is enough.
+    if not body[:1].isspace() and not any(mark in body for mark in _BLANK_MARKS):
+        return body.count(b"\n") + 1
+    return sum(1 for line in body.split(b"\n") if line.strip())
+
+
+def _read_jsonl(data: bytes, relpath: str, string_columns: frozenset[str]) -> RawRows:
+    try:
+        frame = pl.read_ndjson(
+            io.BytesIO(data),
+            infer_schema_length=None,
+            schema_overrides={name: pl.String for name in string_columns},
+        )
+    except pl.exceptions.PolarsError:
+        return parse_jsonl_rows(data, relpath)
+    # One object per line is the contract; any other shape is sorted out line by line.
+    if frame.height != _data_lines(data):
+        return parse_jsonl_rows(data, relpath)
+    return RawRows(frame.to_arrow(), row_numbers(frame.height))

@@ -1,0 +1,175 @@
+"""One file's raw rows to contract-typed valid rows plus quarantine rows with reasons."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+
+from idem_assets.landing.coerce import coerce, shown
+from idem_assets.landing.contract import SourceContract
+from idem_assets.landing.raw import RawRows, raw_record_json, unique_names
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("partition_date", pa.date32()),  # the folder date; null for snapshots
+        pa.field("source_file", pa.string(), nullable=False),  # relpath in the landing dir
+        pa.field("row_number", pa.int64(), nullable=False),  # 1-based data row in the file
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("raw_record", pa.string(), nullable=False),  # JSON of the raw field values
+    ]
+)
+_PRESENT = "\x00present:"
+_PARSED = "\x00parsed"
+_RULE = "\x00rule:"
+_ERROR = "\x00error:"
+
+
+@dataclass(frozen=True)
+class Normalised:
+    """A file's outcome: valid rows, quarantined rows, and the extra columns dropped."""
+
+    rows: pa.Table
+    quarantine: pa.Table
+    dropped_columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    violated: pl.Expr  # over typed columns named after the contract
+    message: pl.Expr
+
+
+def _row_rules(contract: SourceContract, partition_date: dt.date | None) -> list[_Rule]:
+    """Rules on typed values: keys, version, folder date, allowed values, signs."""
+    rules: list[_Rule] = []
+    for key in contract.natural_key:
+        value = pl.col(key)
+        is_text = pa.types.is_string(contract.schema.field(key).type)
+        missing = value.is_null() | (value.str.strip_chars() == "" if is_text else pl.lit(False))
+        rules.append(_Rule(missing, pl.lit(f"{key}: natural key is null or blank")))
+    version = contract.version_column
+    if version and version not in contract.natural_key:
+        rules.append(_Rule(pl.col(version).is_null(), pl.lit(
+            f"{version}: version column is null, so newest-wins cannot order this row")))
+    if contract.date_column and partition_date is not None:
+        column, folder = pl.col(contract.date_column), partition_date.isoformat()
+        rules.append(_Rule(column.is_null(), pl.lit(
+            f"{contract.date_column}: is null but must equal the partition folder date={folder}")))
+        rules.append(_Rule(column != pl.lit(partition_date), pl.format(
+            f"{contract.date_column}: {{}} is outside the partition folder date={folder}",
+            column.cast(pl.String))))
+    for name, allowed in sorted(contract.allowed_values.items()):
+        choices = sorted(allowed)
+        column = pl.col(name)
+        rules.append(_Rule(column.is_not_null() & ~column.is_in(choices), pl.format(
+            f"{name}: value '{{}}' is not allowed (expected one of {', '.join(choices)})",
+            shown(column))))
+    for name in contract.non_negative:
+        rules.append(_Rule(pl.col(name) < 0, pl.format(
+            f"{name}: {{}} is negative (must be >= 0)", pl.col(name).cast(pl.String))))
+    return rules
+
+
+@dataclass(frozen=True)
+class _Split:
+    valid: pa.Table
+    invalid: pl.Series  # bool per raw row
+    reasons: list[str]  # one per invalid row, in row order
+
+
+def _split(frame: pl.DataFrame, contract: SourceContract, partition_date: dt.date | None
+           ) -> _Split:
+    """Type every contract column, judge every row, and explain only the rejected ones."""
+    coerced = {f.name: coerce(f.name, f.type, frame.schema[f.name]) for f in contract.schema}
+    typed = frame.select(
+        *(c.value.alias(name) for name, c in coerced.items()),
+        *(c.present.alias(f"{_PRESENT}{name}") for name, c in coerced.items()),
+    )
+    parse_bad = pl.any_horizontal(
+        pl.col(f"{_PRESENT}{name}") & pl.col(name).is_null() for name in coerced)
+    rules = _row_rules(contract, partition_date)
+    broken = pl.any_horizontal(rule.violated.fill_null(False) for rule in rules)
+    flags = typed.select(parse_bad.alias("parse"), (parse_bad | broken).alias("invalid"))
+    invalid = flags.get_column("invalid")
+    valid = typed.filter(~invalid).select(contract.columns).to_arrow().cast(contract.schema)
+    if not invalid.any():
+        return _Split(valid, invalid, [])
+    # Parse errors explain their row; row rules only judge rows whose values all parsed.
+    errors = frame.filter(invalid).select(
+        c.error.alias(f"{_ERROR}{name}") for name, c in coerced.items())
+    parsed = ~flags.get_column("parse").filter(invalid)
+    judged = typed.filter(invalid).with_columns(pl.Series(_PARSED, parsed)).select(
+        pl.when(pl.col(_PARSED) & rule.violated).then(rule.message).alias(f"{_RULE}{i}")
+        for i, rule in enumerate(rules))
+    reasons = pl.concat([errors, judged], how="horizontal")
+    joined = reasons.select(pl.concat_str(pl.all(), separator="; ", ignore_nulls=True))
+    return _Split(valid, invalid, joined.to_series().to_list())
+
+
+def _quarantine(
+    contract: SourceContract, relpath: str, partition_date: dt.date | None,
+    row_numbers: list[int], reasons: list[str], raw_records: list[str],
+) -> pa.Table:
+    count = len(row_numbers)
+    return pa.table(
+        {
+            "source": [contract.name] * count,
+            "partition_date": [partition_date] * count,
+            "source_file": [relpath] * count,
+            "row_number": row_numbers,
+            "reason": reasons,
+            "raw_record": raw_records,
+        },
+        schema=QUARANTINE_SCHEMA,
+    )
+
+
+def empty_rows(contract: SourceContract) -> pa.Table:
+    """A zero-row table with exactly the contract schema."""
+    return contract.schema.empty_table()
+
+
+def _file_problem(names: list[str], contract: SourceContract) -> str | None:
+    missing = [c for c in contract.columns if c not in names]
+    doubled = sorted(c for c, n in Counter(names).items() if n > 1 and c in contract.columns)
+    problems = []
+    if missing:
+        problems.append(
+            f"file lacks contract column(s) {', '.join(missing)} (it has: {', '.join(names)})")
+    if doubled:
+        problems.append(f"contract column(s) {', '.join(doubled)} appear more than once")
+    return " and ".join(problems) or None
+
+
+def normalise(raw: RawRows, contract: SourceContract, relpath: str,
+              partition_date: dt.date | None) -> Normalised:
+    """Type, validate and split one file's rows; every raw row lands on exactly one side."""
+    names = raw.table.column_names
+    dropped = tuple(dict.fromkeys(n for n in names if n not in contract.columns))
+    frame = pl.from_arrow(raw.table.rename_columns(unique_names(names)))
+    assert isinstance(frame, pl.DataFrame)
+    numbers = pl.Series(raw.row_numbers, dtype=pl.Int64)
+    problem = _file_problem(names, contract) if raw.table.num_rows else None
+    if problem is not None:
+        valid, reasons = empty_rows(contract), [problem] * frame.height
+        bad_frame, bad_numbers = frame, numbers
+    elif frame.height:
+        split = _split(frame, contract, partition_date)
+        valid, reasons = split.valid, split.reasons
+        bad_frame, bad_numbers = frame.filter(split.invalid), numbers.filter(split.invalid)
+    else:
+        valid, reasons = empty_rows(contract), []
+        bad_frame, bad_numbers = frame, numbers
+    records = [raw_record_json(r) for r in bad_frame.to_dicts()]
+    rows = sorted(
+        [*zip(bad_numbers.to_list(), reasons, records, strict=True),
+         *((r.row_number, r.reason, r.raw_record) for r in raw.rejected)]
+    )
+    quarantine = _quarantine(contract, relpath, partition_date,
+                             [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    return Normalised(valid, quarantine, dropped)

@@ -1,0 +1,168 @@
+"""Reading landing files into contract-typed batches; see docs/landing.md for every rule."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from idem_assets.landing.contract import PRODUCT_CATALOG, SourceContract
+from idem_assets.landing.files import (
+    Discovery,
+    LandingFile,
+    LandingFileError,
+    discover_day,
+    discover_snapshot,
+    file_format,
+    files_signature,
+    list_days,
+    relpath_of,
+)
+from idem_assets.landing.files import day_signature as _day_signature
+from idem_assets.landing.files import snapshot_signature as _snapshot_signature
+from idem_assets.landing.formats import read_raw
+from idem_assets.landing.normalise import QUARANTINE_SCHEMA, empty_rows, normalise
+
+__all__ = [
+    "QUARANTINE_SCHEMA",
+    "LandingBatch",
+    "LandingFile",
+    "LandingFileError",
+    "day_signature",
+    "list_days",
+    "read_days",
+    "read_snapshot",
+    "snapshot_signature",
+]
+
+
+@dataclass(frozen=True)
+class LandingBatch:
+    """Everything read for one source over a day range (or its newest snapshot)."""
+
+    source: str
+    start: dt.date | None  # days [start, end); None for snapshots
+    end: dt.date | None
+    rows: pa.Table  # valid rows, exactly the contract schema; not deduplicated
+    quarantine: pa.Table  # QUARANTINE_SCHEMA
+    files: tuple[LandingFile, ...]
+    raw_rows: int  # every data row seen in every file
+    dropped_columns: Mapping[str, tuple[str, ...]]  # relpath -> extra columns dropped
+    ignored_files: Mapping[str, str] = field(default_factory=dict)  # relpath -> why not read
+    notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # relpath -> remarks
+
+    def __post_init__(self) -> None:
+        if self.raw_rows != self.rows.num_rows + self.quarantine.num_rows:
+            raise AssertionError(
+                f"{self.source}: {self.raw_rows} raw rows but {self.rows.num_rows} valid "
+                f"+ {self.quarantine.num_rows} quarantined"
+            )
+
+    @property
+    def signature(self) -> str | None:
+        """Fingerprint of the files read (same rule as day_signature); None if none."""
+        return files_signature((f.relpath, f.sha256) for f in self.files)
+
+    def day_signatures(self) -> dict[dt.date, str | None]:
+        """Per-day fingerprints of a daily batch, equal to day_signature for each day."""
+        if self.start is None or self.end is None:
+            return {}
+        out: dict[dt.date, str | None] = {}
+        for offset in range((self.end - self.start).days):
+            day = self.start + dt.timedelta(days=offset)
+            folder = f"/date={day.isoformat()}/"
+            out[day] = files_signature(
+                (f.relpath, f.sha256) for f in self.files if folder in f"/{f.relpath}"
+            )
+        return out
+
+
+@dataclass
+class _Accumulator:
+    contract: SourceContract
+    landing_dir: Path
+    rows: list[pa.Table] = field(default_factory=list)
+    quarantine: list[pa.Table] = field(default_factory=list)
+    files: list[LandingFile] = field(default_factory=list)
+    dropped: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    ignored: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def read(self, found: Discovery, partition_date: dt.date | None) -> None:
+        self.ignored.update(found.ignored)
+        string_columns = frozenset(
+            f.name for f in self.contract.schema if pa.types.is_string(f.type)
+        )
+        for path in found.files:
+            relpath = relpath_of(self.landing_dir, path)
+            data = path.read_bytes()  # parsed and hashed from the same bytes
+            fmt = file_format(path)
+            assert fmt is not None
+            raw = read_raw(data, fmt, relpath, string_columns)
+            result = normalise(raw, self.contract, relpath, partition_date)
+            self.rows.append(result.rows)
+            self.quarantine.append(result.quarantine)
+            if result.dropped_columns:
+                self.dropped[relpath] = result.dropped_columns
+            if raw.notes:
+                self.notes[relpath] = raw.notes
+            digest = hashlib.sha256(data).hexdigest()
+            self.files.append(LandingFile(path, relpath, fmt, len(data), digest, raw.raw_rows))
+
+    def batch(self, start: dt.date | None, end: dt.date | None) -> LandingBatch:
+        rows = pa.concat_tables([empty_rows(self.contract), *self.rows])
+        quarantine = pa.concat_tables([QUARANTINE_SCHEMA.empty_table(), *self.quarantine])
+        return LandingBatch(
+            source=self.contract.name,
+            start=start,
+            end=end,
+            rows=rows.combine_chunks(),
+            quarantine=quarantine.combine_chunks(),
+            files=tuple(self.files),
+            raw_rows=sum(f.rows for f in self.files),
+            dropped_columns=dict(self.dropped),
+            ignored_files=dict(self.ignored),
+            notes=dict(self.notes),
+        )
+
+
+def read_days(
+    landing_dir: str | Path, contract: SourceContract, start: dt.date, end: dt.date
+) -> LandingBatch:
+    """Read the days [start, end) of a daily source; raises LandingFileError on unreadable files."""
+    if not contract.daily:
+        raise ValueError(f"{contract.name} is a snapshot source; use read_snapshot")
+    if end < start:
+        raise ValueError(f"end {end} is before start {start}; the range is [start, end)")
+    acc = _Accumulator(contract, Path(landing_dir))
+    for offset in range((end - start).days):
+        day = start + dt.timedelta(days=offset)
+        acc.read(discover_day(landing_dir, contract, day), day)
+    return acc.batch(start, end)
+
+
+def read_snapshot(
+    landing_dir: str | Path, contract: SourceContract = PRODUCT_CATALOG
+) -> LandingBatch:
+    """Read the newest snapshot file: the greatest file name among ``<source>/*.csv``."""
+    if contract.daily:
+        raise ValueError(f"{contract.name} is a daily source; use read_days")
+    acc = _Accumulator(contract, Path(landing_dir))
+    acc.read(discover_snapshot(landing_dir, contract), None)
+    return acc.batch(None, None)
+
+
+def day_signature(landing_dir: str | Path, contract: SourceContract, day: dt.date) -> str | None:
+    """sha256 over the sorted (relpath, sha256 of bytes) of the day's files; None if none."""
+    return _day_signature(landing_dir, contract, day)
+
+
+def snapshot_signature(
+    landing_dir: str | Path, contract: SourceContract = PRODUCT_CATALOG
+) -> str | None:
+    """sha256 over (relpath, sha256 of bytes) of the newest snapshot file; None if none."""
+    return _snapshot_signature(landing_dir, contract)

@@ -1,0 +1,1 @@
+"""Seeded simulations of each landing source, producing planned files and defect counts."""

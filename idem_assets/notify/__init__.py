@@ -1,0 +1,19 @@
+"""Notifications as a real side effect: a reference HTTP service and its idempotent client.
+
+No Dagster here: the service is plain ``http.server`` + SQLite, the client plain ``http.client``.
+See docs/notifications.md.
+"""
+
+from idem_assets.notify.client import DeliveryError, DeliveryResult, NotificationClient
+from idem_assets.notify.faults import Faults
+from idem_assets.notify.keys import idempotency_key
+from idem_assets.notify.service import NotificationServer
+
+__all__ = [
+    "DeliveryError",
+    "DeliveryResult",
+    "Faults",
+    "NotificationClient",
+    "NotificationServer",
+    "idempotency_key",
+]

@@ -1,0 +1,37 @@
+"""The one daily partition definition every partitioned asset, check and job shares."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+import dagster as dg
+
+# First landing day of the sample data; change it here and everything follows.
+FIRST_DAY = "2024-03-01"
+
+DAILY_PARTITIONS = dg.DailyPartitionsDefinition(start_date=FIRST_DAY, timezone="UTC")
+
+# One run materializes a whole backfill range in one Delta commit per asset.
+SINGLE_RUN_BACKFILL = dg.BackfillPolicy.single_run()
+
+
+class _HasTimeWindow(Protocol):
+    @property
+    def partition_time_window(self) -> dg.TimeWindow: ...
+
+
+def window_dates(window: dg.TimeWindow) -> tuple[dt.date, dt.date]:
+    """The half-open ``[start, end)`` day range of a daily time window."""
+    start = window.start.astimezone(dt.UTC)
+    end = window.end.astimezone(dt.UTC)
+    if start.timetz() != dt.time(0, tzinfo=dt.UTC) or end.timetz() != dt.time(
+        0, tzinfo=dt.UTC
+    ):
+        raise ValueError(f"time window {window} does not fall on UTC day boundaries")
+    return start.date(), end.date()
+
+
+def partition_dates(context: _HasTimeWindow) -> tuple[dt.date, dt.date]:
+    """``[start, end)`` days of the partition(s) a run, check or IO call covers."""
+    return window_dates(context.partition_time_window)

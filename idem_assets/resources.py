@@ -1,0 +1,60 @@
+"""Resources: where the landing zone and the lake live. The one place env vars are read."""
+
+
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from idem_assets.lake import LakeTable
+
+LANDING_DIR_ENV = "IDEM_LANDING_DIR"
+LAKE_DIR_ENV = "IDEM_LAKE_DIR"
+DEFAULT_LANDING_DIR = "data/landing"
+DEFAULT_LAKE_DIR = "data/lake"
+
+
+class LakeResource(dg.ConfigurableResource):
+    """Locations of the raw landing files and of the Delta tables built from them.
+
+    Left unset, each path comes from its environment variable at run time
+    (``IDEM_LANDING_DIR`` / ``IDEM_LAKE_DIR``), else from the default under ``./data``.
+    """
+
+    landing_dir: str | None = Field(
+        default=None,
+        description="Root of the landing zone; <landing>/<source>/date=YYYY-MM-DD/*. "
+        f"Defaults to ${LANDING_DIR_ENV} or {DEFAULT_LANDING_DIR}.",
+    )
+    lake_dir: str | None = Field(
+        default=None,
+        description="Root under which each Delta table lives at <lake>/<table>. "
+        f"Defaults to ${LAKE_DIR_ENV} or {DEFAULT_LAKE_DIR}.",
+    )
+    storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="delta-rs storage options for object stores (credentials come in "
+        "through dg.EnvVar, never literals).",
+    )
+
+    @property
+    def landing_path(self) -> Path:
+        """Resolved landing root."""
+        value = self.landing_dir or dg.EnvVar(LANDING_DIR_ENV).get_value(DEFAULT_LANDING_DIR)
+        return Path(value).resolve()
+
+    @property
+    def lake_root(self) -> str:
+        """Resolved lake root (a local path or an object-store URI)."""
+        value = self.lake_dir or dg.EnvVar(LAKE_DIR_ENV).get_value(DEFAULT_LAKE_DIR)
+        assert value is not None
+        if "://" in value:
+            return value.rstrip("/")
+        return str(Path(value).resolve())
+
+    def table(self, name: str) -> LakeTable:
+        """The Delta table called ``name`` under the lake root."""
+        if not name or any(part in ("", ".", "..") for part in name.split("/")):
+            raise ValueError(f"invalid table name {name!r}")
+        return LakeTable(f"{self.lake_root}/{name}", dict(self.storage_options))
+

@@ -1,0 +1,1 @@
+"""Tests of the checkpoint store on SQLite and PostgreSQL."""

@@ -1,0 +1,89 @@
+"""Partition overwrite: one commit per range, no-op reruns, and nothing outside the range."""
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from idem_assets.lake import (
+    LakeTable,
+    PartitionMismatchError,
+    fingerprint,
+    overwrite_partitions,
+    read_rows,
+)
+from idem_assets.lake.predicates import date_range
+from idem_assets.landing.contract import ORDERS
+from idem_assets_tests.lake.rows import day, order, orders_table
+
+
+def _write(target, rows, start, end):
+    return overwrite_partitions(target, rows, "order_date", day(start), day(end),
+                                schema=ORDERS.schema)
+
+
+def _days(table):
+    return sorted({r["order_date"].isoformat() for r in read_rows(table.open()).to_pylist()})
+
+
+def test_rerun_commits_nothing_and_keeps_the_fingerprint(tmp_path):
+    target = LakeTable(str(tmp_path / "orders"))
+    rows = orders_table([order(i, "2024-03-01") for i in range(5)])
+    first = _write(target, rows, "2024-03-01", "2024-03-02")
+    second = _write(target, rows, "2024-03-01", "2024-03-02")
+    assert first.committed and first.version == 0
+    assert not second.committed and second.version == 0
+    assert first.fingerprint == second.fingerprint
+    assert DeltaTable(target.uri).version() == 0
+
+
+def test_range_overwrite_replaces_every_day_in_one_commit(tmp_path):
+    target = LakeTable(str(tmp_path / "orders"))
+    three_days = orders_table([order(d * 10 + i, f"2024-03-0{d}") for d in (1, 2, 3)
+                               for i in range(3)])
+    _write(target, three_days, "2024-03-01", "2024-03-04")
+    # A new version of the range where day 2 has no rows any more: the range
+    # predicate must clear day 2 too, not only the window start (the peer's bug).
+    replacement = orders_table([order(100, "2024-03-01"), order(300, "2024-03-03")])
+    result = _write(target, replacement, "2024-03-01", "2024-03-04")
+    assert result.committed and result.version == 1
+    assert sorted(r["order_id"] for r in read_rows(target.open()).to_pylist()) == [100, 300]
+    history = DeltaTable(target.uri).history(1)[0]
+    assert history["operationParameters"]["predicate"].count("order_date") == 2
+
+
+def test_days_outside_the_range_are_untouched(tmp_path):
+    target = LakeTable(str(tmp_path / "orders"))
+    _write(target, orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
+           "2024-03-01", "2024-03-03")
+    _write(target, orders_table([order(5, "2024-03-02", "paid")]), "2024-03-02", "2024-03-03")
+    rows = {r["order_id"]: r["status"] for r in read_rows(target.open()).to_pylist()}
+    assert rows == {1: "placed", 5: "paid"}
+
+
+def test_rows_outside_the_range_are_refused_and_the_table_is_untouched(tmp_path):
+    target = LakeTable(str(tmp_path / "orders"))
+    _write(target, orders_table([order(1, "2024-03-01")]), "2024-03-01", "2024-03-02")
+    stray = orders_table([order(2, "2024-03-01"), order(3, "2024-03-09")])
+    with pytest.raises(PartitionMismatchError, match="order_date not in \\[2024-03-01"):
+        _write(target, stray, "2024-03-01", "2024-03-02")
+    assert DeltaTable(target.uri).version() == 0
+    assert [r["order_id"] for r in read_rows(target.open()).to_pylist()] == [1]
+
+
+def test_empty_day_empties_only_that_partition(tmp_path):
+    target = LakeTable(str(tmp_path / "orders"))
+    _write(target, orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
+           "2024-03-01", "2024-03-03")
+    result = _write(target, orders_table([]), "2024-03-02", "2024-03-03")
+    assert result.committed and result.rows_written == 0
+    assert _days(target) == ["2024-03-01"]
+
+
+def test_slice_fingerprint_matches_written_data(tmp_path):
+    target = LakeTable(str(tmp_path / "orders"))
+    rows = orders_table([order(i, "2024-03-02", amount=f"{i}.10") for i in range(40)])
+    result = _write(target, rows, "2024-03-02", "2024-03-03")
+    stored = read_rows(target.open(), ranges=[date_range("order_date", day("2024-03-02"),
+                                                         day("2024-03-03"))])
+    assert fingerprint(stored) == result.fingerprint == fingerprint(rows)
+    assert isinstance(stored, pa.Table)
