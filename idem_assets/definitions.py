@@ -18,7 +18,6 @@ from idem_assets.defs.sales.assets import daily_sales
 from idem_assets.defs.sales.checks import SALES_CHECKS
 
 
-
 def build_definitions(resources: dict[str, object]) -> dg.Definitions:
     """Every domain's definitions bound to ``resources``."""
     return dg.Definitions(

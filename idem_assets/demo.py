@@ -10,14 +10,21 @@ exits non-zero unless the second pass reproduced the first and every check passe
 import argparse
 import datetime as dt
 import sys
+import warnings
 from dataclasses import dataclass
 
 import dagster as dg
 
-from idem_assets.definitions import defs
-from idem_assets.lake import fingerprint, read_rows
-from idem_assets.resources import LakeResource
+# Beta/preview notices about backfill policies and partitioned checks are noise here.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
+from idem_assets.definitions import defs  # noqa: E402
+from idem_assets.lake import fingerprint, read_rows  # noqa: E402
+from idem_assets.resources import LakeResource  # noqa: E402
+
+# Dagster's own step logs would drown the table; errors still show.
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 TABLES = ("orders", "customers", "events", "daily_sales", "product_catalog", "quarantine")
 
 
@@ -29,6 +36,8 @@ class Row:
     asset: str
     partition: str
     rows: int
+    duplicates: int
+    quarantined: int
     version: int
     committed: bool
     fingerprint: str
@@ -58,6 +67,8 @@ def _rows_of(run: int, partition: str, result: dg.ExecuteInProcessResult) -> lis
                 asset=asset,
                 partition=partition,
                 rows=int(_value(md["dagster/row_count"])),  # type: ignore[arg-type]
+                duplicates=int(_value(md.get("duplicates_dropped", 0))),  # type: ignore[arg-type]
+                quarantined=int(_value(md.get("quarantined_rows", 0))),  # type: ignore[arg-type]
                 version=int(_value(md["delta_version"])),  # type: ignore[arg-type]
                 committed=bool(_value(md["committed"])),
                 fingerprint=str(_value(md["fingerprint"])),
@@ -73,9 +84,12 @@ def run_pass(run: int, days: list[str], instance: dg.DagsterInstance) -> list[Ro
     daily_job = defs.resolve_job_def("daily_lake_job")
     rows: list[Row] = []
     for key in days:
-        result = daily_job.execute_in_process(partition_key=key, instance=instance)
+        result = daily_job.execute_in_process(partition_key=key, instance=instance,
+                                               run_config=QUIET)
         rows.extend(_rows_of(run, key, result))
-    catalog = defs.resolve_job_def("catalog_job").execute_in_process(instance=instance)
+    catalog = defs.resolve_job_def("catalog_job").execute_in_process(
+        instance=instance, run_config=QUIET
+    )
     rows.extend(_rows_of(run, "-", catalog))
     return rows
 
@@ -90,12 +104,13 @@ def table_fingerprints(lake: LakeResource) -> dict[str, str]:
 
 
 def _print_rows(rows: list[Row]) -> None:
-    header = f"{'pass':>4}  {'asset':<16} {'partition':<10} {'rows':>6} {'ver':>4} " \
-             f"{'commit':<6} {'fingerprint':<35} checks"
+    header = (f"{'pass':>4}  {'asset':<16} {'partition':<10} {'rows':>6} {'dups':>5} "
+              f"{'quar':>4} {'ver':>4} {'commit':<6} {'fingerprint':<35} checks")
     print(header)
     print("-" * len(header))
     for r in sorted(rows, key=lambda r: (r.run, r.asset, r.partition)):
-        print(f"{r.run:>4}  {r.asset:<16} {r.partition:<10} {r.rows:>6} {r.version:>4} "
+        print(f"{r.run:>4}  {r.asset:<16} {r.partition:<10} {r.rows:>6} {r.duplicates:>5} "
+              f"{r.quarantined:>4} {r.version:>4} "
               f"{'yes' if r.committed else 'no':<6} {r.fingerprint:<35} {r.checks}")
 
 

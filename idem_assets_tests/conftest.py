@@ -1,8 +1,10 @@
-"""Project-wide fixtures: real landing zones, lakes and Dagster instances in tmp dirs."""
+"""Project-wide fixtures: real landing zones, lakes, PostgreSQL and Dagster instances."""
 
 import pytest
 
 from idem_assets_tests.harness import Project, new_project
+
+pytest_plugins = ["idem_assets_tests.fixtures.postgres"]
 
 
 @pytest.fixture

@@ -2,7 +2,13 @@
 
 from idem_assets.lake.append import append_exactly_once, committed_version
 from idem_assets.lake.dedupe import DedupeResult, dedupe_newest
-from idem_assets.lake.fingerprint import Fingerprint, count_row_differences, fingerprint
+from idem_assets.lake.fingerprint import (
+    Fingerprint,
+    FingerprintAccumulator,
+    count_row_differences,
+    fingerprint,
+    fingerprint_batches,
+)
 from idem_assets.lake.merge import MergePlan, merge_upsert, plan_merge
 from idem_assets.lake.overwrite import PartitionMismatchError, overwrite_partitions, overwrite_slice
 from idem_assets.lake.predicates import OneOf, Range, UnsafePredicateError, date_range
@@ -13,6 +19,7 @@ from idem_assets.lake.tables import LakeTable, read_rows
 __all__ = [
     "DedupeResult",
     "Fingerprint",
+    "FingerprintAccumulator",
     "LakeTable",
     "MergePlan",
     "OneOf",
@@ -26,6 +33,7 @@ __all__ = [
     "date_range",
     "dedupe_newest",
     "fingerprint",
+    "fingerprint_batches",
     "merge_upsert",
     "overwrite_partitions",
     "overwrite_slice",

@@ -11,6 +11,7 @@ Row hashes come from Polars and are stable within its pinned release line; the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,13 +70,41 @@ def row_hashes(data: FrameLike) -> tuple[np.ndarray, np.ndarray]:
     return first, second
 
 
+class FingerprintAccumulator:
+    """Builds a fingerprint batch by batch: the sums are additive, so memory stays flat."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._a = np.uint64(0)
+        self._b = np.uint64(0)
+
+    def add(self, data: FrameLike) -> None:
+        """Fold in one more batch of rows."""
+        first, second = row_hashes(data)
+        # numpy integer sums wrap modulo 2**64, which is exactly the combining step we want.
+        with np.errstate(over="ignore"):
+            self._a = self._a + np.sum(first, dtype=np.uint64)
+            self._b = self._b + np.sum(second, dtype=np.uint64)
+        self.rows += len(first)
+
+    def result(self) -> Fingerprint:
+        """The fingerprint of everything added so far."""
+        return Fingerprint(rows=self.rows, digest=f"{int(self._a):016x}{int(self._b):016x}")
+
+
 def fingerprint(data: FrameLike) -> Fingerprint:
     """Fingerprint of a frame's content, independent of row order and layout."""
-    first, second = row_hashes(data)
-    # numpy integer sums wrap modulo 2**64, which is exactly the combining step we want.
-    a = int(np.sum(first, dtype=np.uint64)) if len(first) else 0
-    b = int(np.sum(second, dtype=np.uint64)) if len(second) else 0
-    return Fingerprint(rows=len(first), digest=f"{a:016x}{b:016x}")
+    acc = FingerprintAccumulator()
+    acc.add(data)
+    return acc.result()
+
+
+def fingerprint_batches(batches: Iterable[FrameLike]) -> Fingerprint:
+    """Fingerprint of a stream of batches (e.g. ``dataset.to_batches()``), in flat memory."""
+    acc = FingerprintAccumulator()
+    for batch in batches:
+        acc.add(batch)
+    return acc.result()
 
 
 def count_row_differences(left: FrameLike, right: FrameLike) -> int:

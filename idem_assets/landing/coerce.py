@@ -29,18 +29,13 @@ TIMESTAMP_FORMS = "YYYY-MM-DD[T| ]hh:mm:ss[.f up to 9 digits][Z|+hh:mm|-hh:mm]"
 class Coerced:
     """A contract column's typed value and its per-row problem (null when fine).
 
-    A row is bad exactly when the raw value is present but the typed value is null, so the
-    reason text (the costly part) is only ever computed for bad rows.
+    A row is bad exactly when ``present`` holds but the typed value is null, so callers
+    can find bad rows cheaply and compute the reason text (the costly part) only for them.
     """
 
     value: pl.Expr
     error: pl.Expr
     present: pl.Expr = field(default_factory=lambda: pl.lit(True))
-
-    @property
-    def bad(self) -> pl.Expr:
-        """True where a value arrived but could not be typed."""
-        return self.present & self.value.is_null()
 
 
 def polars_type(target: pa.DataType) -> pl.DataType:
@@ -75,7 +70,9 @@ def type_name(dtype: pl.DataType) -> str:
 
 
 def _type_error(name: str, raw: pl.Expr, dtype: pl.DataType, expected: str) -> Coerced:
-    reason = pl.lit(f"{name}: got a {type_name(dtype)} value, expected {expected}")
+    word = type_name(dtype)
+    article = "an" if word[:1] in tuple("aeiou") else "a"
+    reason = pl.lit(f"{name}: got {article} {word} value, expected {expected}")
     return Coerced(pl.lit(None), pl.when(raw.is_not_null()).then(reason))
 
 

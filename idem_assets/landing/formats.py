@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import polars as pl
 import pyarrow as pa
@@ -14,7 +15,7 @@ from idem_assets.landing.careful import parse_csv_rows, parse_jsonl_rows
 from idem_assets.landing.files import LandingFileError
 from idem_assets.landing.raw import RawRows, empty_raw
 
-_BLANK_MARKS = (b"\n\n", b"\n\r", b"\n ", b"\n\t")
+_LINE_STARTS_BLANK = re.compile(rb"\n[\n\r \t]")
 
 
 def row_numbers(count: int) -> pa.Array:
@@ -49,6 +50,16 @@ def _read_parquet(data: bytes, relpath: str) -> RawRows:
     return RawRows(_polars_ready(table), row_numbers(table.num_rows))
 
 
+def _polars_native(kind: pa.DataType) -> bool:
+    t = pa.types
+    return any(check(kind) for check in (
+        t.is_integer, t.is_floating, t.is_boolean, t.is_string, t.is_large_string,
+        t.is_string_view, t.is_binary, t.is_large_binary, t.is_date32, t.is_timestamp,
+        t.is_decimal128, t.is_struct, t.is_list, t.is_large_list, t.is_null, t.is_time,
+        t.is_duration,
+    ))
+
+
 def _polars_ready(table: pa.Table) -> pa.Table:
     """Arrow types polars cannot take as they are, made plain without changing any value."""
     columns = []
@@ -68,7 +79,8 @@ def _polars_ready(table: pa.Table) -> pa.Table:
                 pass  # invalid UTF-8 stays binary and is judged value by value
         elif pa.types.is_date64(kind):
             column = column.cast(pa.date32())
-        elif pa.types.is_decimal256(kind) or pa.types.is_fixed_size_binary(kind):
+        elif not _polars_native(kind):
+            # Rare exotic types (maps, unions, decimal256...): judged by their text form.
             column = pa.chunked_array(
                 [pa.array([None if v is None else str(v) for v in column.to_pylist()], pa.string())]
             )
@@ -119,7 +131,7 @@ def _data_lines(data: bytes) -> int:
         return 0
     # A blank line is a newline followed by whitespace or another newline: if no line
     # starts that way, every line holds something and counting newlines is enough.
-    if not body[:1].isspace() and not any(mark in body for mark in _BLANK_MARKS):
+    if not body[:1].isspace() and _LINE_STARTS_BLANK.search(body) is None:
         return body.count(b"\n") + 1
     return sum(1 for line in body.split(b"\n") if line.strip())
 

@@ -30,6 +30,9 @@ class NotificationHTTPServer(ThreadingHTTPServer):
     """ThreadingHTTPServer that hands its NotificationService to the request handlers."""
 
     daemon_threads = True
+    # The default backlog of 5 drops connections from a burst of concurrent workers, and the
+    # kernel then retries them only after a second, which looks like a hang to a client.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], service: NotificationService) -> None:
         self.service = service

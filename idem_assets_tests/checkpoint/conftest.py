@@ -9,11 +9,6 @@ import pytest
 
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets_tests.checkpoint.clock import SteppedClock
-from idem_assets_tests.fixtures.postgres import (  # noqa: F401  (fixtures used by name)
-    fresh_postgres_url,
-    postgres_server,
-    postgres_url,
-)
 
 BACKENDS = [pytest.param("sqlite", id="sqlite"),
             pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]

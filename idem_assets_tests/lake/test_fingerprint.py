@@ -73,3 +73,11 @@ def test_empty_frames_agree():
     assert fingerprint(empty).rows == 0
     assert fingerprint(empty) == fingerprint(orders_table([]))
     assert fingerprint(empty) != fingerprint(_orders(1))
+
+
+def test_batches_fold_to_the_same_fingerprint_as_the_whole():
+    from idem_assets.lake import fingerprint_batches
+
+    table = _orders(1000)
+    assert fingerprint_batches(table.to_batches(max_chunksize=37)) == fingerprint(table)
+    assert fingerprint_batches([]) == fingerprint(_orders(0))

@@ -261,3 +261,37 @@ def test_json_payload_objects_become_json_text(tmp_path):
                                                               "payload": "plain"}))
     batch = read_day(tmp_path, EVENTS)
     assert column(batch, "payload") == ['{"page": "/p/1", "items": [1, 2]}', "plain"]
+
+
+def test_parquet_nested_and_exotic_columns(tmp_path):
+    from idem_assets.landing.contract import EVENTS
+    table = pa.table({
+        "event_id": pa.array(["e-1", "e-2"]),
+        "customer_id": pa.array([1, 2], pa.int64()),
+        "event_type": pa.array(["checkout", "purchase"]),
+        "event_time": pa.array([TEN_UTC, TEN_UTC], pa.timestamp("us", "UTC")),
+        "ingested_at": pa.array([TEN_UTC, TEN_UTC], pa.timestamp("us", "UTC")),
+        "payload": pa.array([{"page": "/p/1"}, {"page": None}]),
+        "tags": pa.array([[("a", 1)], []], pa.map_(pa.string(), pa.int64())),
+    })
+    put(tmp_path, day_file("a.parquet", "events"), parquet_bytes(table))
+    batch = read_day(tmp_path, EVENTS)
+    assert column(batch, "payload") == ['{"page":"/p/1"}', '{"page":null}']
+    assert batch.dropped_columns == {day_file("a.parquet", "events"): ("tags",)}
+
+
+def test_json_value_of_the_wrong_kind_is_quarantined(tmp_path):
+    # Mixed kinds in one column: each value is judged by its JSON text.
+    put(tmp_path, day_file("a.jsonl"), jsonl(order(1, amount={"value": 1}), order(2)))
+    put(tmp_path, day_file("b.jsonl"), jsonl(order(3, order_date=20240301), order(4)))
+    # One wrong kind for the whole column: judged by its type.
+    put(tmp_path, day_file("c.jsonl"), jsonl(order(5, amount={"value": 1})))
+    put(tmp_path, day_file("d.jsonl"), jsonl(order(6, order_date=20240301)))
+    batch = read_day(tmp_path)
+    assert column(batch, "order_id") == [2, 4]
+    assert reasons(batch) == [
+        "amount: value '{\"value\": 1}' is not a decimal number like 12.34",
+        "order_date: value '20240301' is not a date in the form YYYY-MM-DD",
+        "amount: got an object value, expected a decimal amount",
+        "order_date: got an integer value, expected a date (YYYY-MM-DD)",
+    ]

@@ -208,6 +208,16 @@ def test_every_problem_of_a_row_is_named(tmp_path):
     assert [part.split(":")[0] for part in reason.split("; ")] == ["order_date", "status", "amount"]
 
 
+def test_oversized_csv_field_is_quarantined(tmp_path):
+    big = "y" * (MAX_FIELD_BYTES + 10)
+    put(tmp_path, day_file("a.csv"), orders_csv(f"1,7,1.00,{big},2024-03-01,{TEN}",
+                                                 f"2,7,1.00,paid,2024-03-01,{TEN}"))
+    batch = read_day(tmp_path)
+    assert column(batch, "order_id") == [2]
+    assert reasons(batch) == [f"status: value is {MAX_FIELD_BYTES + 10} bytes, over the "
+                              f"{MAX_FIELD_BYTES}-byte bound for one field"]
+
+
 def test_oversized_string_field_is_quarantined(tmp_path):
     big = "x" * (MAX_FIELD_BYTES + 1)
     event = {"event_id": "e-1", "customer_id": 1, "event_type": "checkout",
