@@ -11,8 +11,6 @@ import pyarrow as pa
 from idem_assets.lake.fingerprint import row_hashes
 from idem_assets.lake.frames import FrameLike, to_polars
 
-_HASH = "__idem_row_hash"
-
 
 @dataclass(frozen=True)
 class DedupeResult:
@@ -24,10 +22,49 @@ class DedupeResult:
     conflicting_keys: int
 
 
-def with_content_rank(frame: pl.DataFrame) -> pl.DataFrame:
-    """Add a content hash column used to break ties independently of input order."""
+def survivor_order(
+    columns: Sequence[str], key: Sequence[str], version_column: str | None
+) -> tuple[list[str], list[bool]]:
+    """Sort columns and directions that put each key's surviving row first.
+
+    Within a key: highest version first, then the lexicographically greatest row
+    over the remaining columns in name order (nulls last). It depends on content
+    only, never on input position, and any engine that sorts (Polars, Spark,
+    SQL) reproduces it exactly.
+    """
+    key = list(key)
+    rest = sorted(c for c in columns if c not in key and c != version_column)
+    order = [*key, *([version_column] if version_column else []), *rest]
+    descending = [False] * len(key) + [True] * (len(order) - len(key))
+    return order, descending
+
+
+def survivors(frame: pl.DataFrame, key: Sequence[str], version_column: str | None,
+              then_by: Sequence[str] = ()) -> pl.DataFrame:
+    """The first row per key under ``survivor_order`` (``then_by`` breaks exact ties)."""
+    order, descending = survivor_order(
+        [c for c in frame.columns if c not in then_by], key, version_column
+    )
+    ordered = frame.sort(
+        [*order, *then_by], descending=[*descending, *([False] * len(then_by))], nulls_last=True
+    )
+    return ordered.unique(subset=list(key), keep="first", maintain_order=True)
+
+
+def _conflicts(frame: pl.DataFrame, key: list[str], version_column: str) -> int:
     first, _ = row_hashes(frame)
-    return frame.with_columns(pl.Series(_HASH, first, dtype=pl.UInt64))
+    hashed = frame.select([*key, version_column]).with_columns(
+        pl.Series("__content", first, dtype=pl.UInt64)
+    )
+    newest = hashed.filter(
+        pl.col(version_column) == pl.col(version_column).max().over(key)
+    )
+    return (
+        newest.group_by(key)
+        .agg(pl.col("__content").n_unique().alias("contents"))
+        .filter(pl.col("contents") > 1)
+        .height
+    )
 
 
 def dedupe_newest(
@@ -36,11 +73,11 @@ def dedupe_newest(
     version_column: str | None,
     sort_by: Sequence[str] = (),
 ) -> DedupeResult:
-    """One row per ``key``: highest ``version_column``, then highest content hash.
+    """One row per ``key``: highest ``version_column``, ties broken by content.
 
-    The tie-break uses the row's content, not its position, so any permutation
-    of the input (files read in another order, a backfill run in reverse) keeps
-    the same row. Output is sorted by ``sort_by`` then ``key`` for tight file stats.
+    Any permutation of the input (files read in another order, a backfill run in
+    reverse) keeps the same row. Output is sorted by ``sort_by`` then ``key`` so
+    Delta file statistics stay tight for pruning.
     """
     frame = to_polars(data)
     key = list(key)
@@ -49,28 +86,10 @@ def dedupe_newest(
         raise ValueError(f"cannot dedupe: column(s) {missing} not in {frame.columns}")
     if frame.height == 0:
         return DedupeResult(rows=frame.to_arrow(), duplicates_dropped=0, conflicting_keys=0)
-    ranked = with_content_rank(frame)
-    order = [*key, *([version_column] if version_column else []), _HASH]
-    descending = [False] * len(key) + [True] * (len(order) - len(key))
-    ranked = ranked.sort(order, descending=descending, nulls_last=True)
-    conflicts = 0
-    if version_column:
-        top = ranked.group_by(key, maintain_order=True).head(2)
-        conflicts = (
-            top.group_by(key)
-            .agg(
-                pl.col(version_column).n_unique().alias("versions"),
-                pl.col(_HASH).n_unique().alias("contents"),
-                pl.len().alias("n"),
-            )
-            .filter((pl.col("n") == 2) & (pl.col("versions") == 1) & (pl.col("contents") == 2))
-            .height
-        )
-    kept = ranked.unique(subset=key, keep="first", maintain_order=True)
-    out_order = [*sort_by, *key]
-    kept = kept.drop(_HASH).sort(out_order)
+    kept = survivors(frame, key, version_column)
+    dropped = frame.height - kept.height
+    conflicts = _conflicts(frame, key, version_column) if version_column and dropped else 0
+    kept = kept.sort([*sort_by, *key])
     return DedupeResult(
-        rows=kept.to_arrow(),
-        duplicates_dropped=frame.height - kept.height,
-        conflicting_keys=conflicts,
+        rows=kept.to_arrow(), duplicates_dropped=dropped, conflicting_keys=conflicts
     )

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
-from idem_assets.lake.dedupe import dedupe_newest
-from idem_assets.lake.fingerprint import fingerprint, row_hashes
+from idem_assets.lake.dedupe import dedupe_newest, survivors
+from idem_assets.lake.fingerprint import fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
 from idem_assets.lake.predicates import Range, all_of, quote_identifier
 from idem_assets.lake.result import WriteResult
@@ -26,7 +26,8 @@ from idem_assets.lake.tables import (
 
 STRATEGY = "merge"
 _TIE = "__idem_tie"
-_HASH = "__idem_hash"
+_SIDE = "__idem_side"
+_STORED_VERSION = "__idem_stored_version"
 _SOURCE, _TARGET = "s", "t"
 
 
@@ -74,33 +75,34 @@ def plan_merge(
         key_filter = pc.field(key[0]).isin(batch.column(key[0]).combine_chunks())
     current = read_rows(table, batch.schema, ranges=ranges, extra_filter=key_filter)
     current = current.select(batch.column_names) if current.num_rows else batch.schema.empty_table()
-    source = _hashed(batch)
-    stored = _hashed(current).select(
-        [*key, *([version_column] if version_column else []), _HASH]
-    )
-    joined = source.join(stored, on=key, how="left", suffix="_t", nulls_equal=False)
-    missing = pl.col(f"{_HASH}_t").is_null()
-    differs = pl.col(_HASH) != pl.col(f"{_HASH}_t")
+    stored = to_polars(conform(current, batch.schema)).with_columns(pl.lit(0).alias(_SIDE))
+    incoming = to_polars(batch).with_columns(pl.lit(1).alias(_SIDE))
     if version_column:
-        v, vt = pl.col(version_column), pl.col(f"{version_column}_t")
-        newer = v > vt
-        # Same version, different content: the larger content hash wins, so the
-        # outcome does not depend on which of the two arrived first.
-        tie = (v == vt) & differs & (pl.col(_HASH) > pl.col(f"{_HASH}_t"))
+        # The batch row wins where it survives the same dedupe over (stored ∪ batch);
+        # an identical stored row sorts first (side 0), so unchanged rows are not sent.
+        kept = survivors(pl.concat([stored, incoming]), key, version_column, then_by=[_SIDE])
+        winners = kept.filter(pl.col(_SIDE) == 1).drop(_SIDE)
     else:
-        newer = differs
-        tie = pl.lit(False)
+        # Without a version the batch is the truth: every row that differs is sent.
+        winners = incoming.drop(_SIDE).join(
+            stored.drop(_SIDE), on=batch.column_names, how="anti", nulls_equal=True
+        )
+    versions = [version_column] if version_column else []
+    known = stored.select([*key, *versions]).rename(
+        {v: _STORED_VERSION for v in versions}
+    ).with_columns(pl.lit(True).alias("__update"))
+    joined = winners.join(known, on=key, how="left", nulls_equal=False)
+    # A tie (same version, other content) needs the guard's help at MERGE time.
+    tie = (pl.col(version_column) == pl.col(_STORED_VERSION)) if version_column else pl.lit(False)
     decided = joined.with_columns(
-        missing.alias("__insert"), (~missing & (newer | tie)).fill_null(False).alias("__update"),
-        tie.fill_null(False).alias(_TIE),
+        pl.col("__update").fill_null(False), tie.fill_null(False).alias(_TIE)
     )
-    winners = decided.filter(pl.col("__insert") | pl.col("__update"))
-    inserts = int(winners["__insert"].sum())
+    updates = int(decided["__update"].sum())
     return MergePlan(
         batch=batch,
-        winners=winners.select([*batch.column_names, _TIE]),
-        inserts=inserts,
-        updates=winners.height - inserts,
+        winners=decided.select([*batch.column_names, _TIE]),
+        inserts=decided.height - updates,
+        updates=updates,
         current=current,
     )
 
@@ -207,9 +209,3 @@ def _execute(
         .when_not_matched_insert(updates=assignments)
         .execute()
     )
-
-
-def _hashed(table: pa.Table) -> pl.DataFrame:
-    frame = to_polars(table)
-    first, _ = row_hashes(frame)
-    return frame.with_columns(pl.Series(_HASH, first, dtype=pl.UInt64))

@@ -117,3 +117,17 @@ def test_plan_reports_pending_changes_without_writing(tmp_path):
     assert (plan.inserts, plan.updates) == (1, 1)
     assert DeltaTable(target.uri).version() == 0
     assert isinstance(plan.current, pa.Table) and plan.current.num_rows == 1
+
+
+def test_without_a_version_column_the_batch_replaces_differing_rows(tmp_path):
+    target = LakeTable(str(tmp_path / "plain"))
+    first = customers_table([customer(1, "zzz", "2024-03-01T00:00:00"),
+                             customer(2, "b", "2024-03-01T00:00:00")])
+    merge_upsert(target, first, ["customer_id"], schema=CUSTOMERS.schema)
+    second = customers_table([customer(1, "aaa", "2024-03-01T00:00:00"),
+                              customer(2, "b", "2024-03-01T00:00:00")])
+    result = merge_upsert(target, second, ["customer_id"], schema=CUSTOMERS.schema)
+    assert (result.rows_inserted, result.rows_updated) == (0, 1)
+    assert _names(target) == {1: "aaa", 2: "b"}
+    again = merge_upsert(target, second, ["customer_id"], schema=CUSTOMERS.schema)
+    assert not again.committed
