@@ -6,6 +6,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets.lake import LakeTable
 
 LANDING_DIR_ENV = "IDEM_LANDING_DIR"
@@ -58,3 +59,32 @@ class LakeResource(dg.ConfigurableResource):
             raise ValueError(f"invalid table name {name!r}")
         return LakeTable(f"{self.lake_root}/{name}", dict(self.storage_options))
 
+
+
+STATE_URL_ENV = "IDEM_STATE_URL"
+DEFAULT_STATE_URL = "sqlite:///data/state/checkpoint.db"
+
+
+class CheckpointResource(dg.ConfigurableResource):
+    """The durable checkpoint store (SQLite by default, PostgreSQL for several workers).
+
+    Left unset, the URL comes from ``IDEM_STATE_URL`` at run time, else a SQLite file
+    under ``./data/state``. Pass a PostgreSQL URL with a password through ``dg.EnvVar``.
+    """
+
+    url: str | None = Field(
+        default=None,
+        description="sqlite:///path.db or postgresql://user@host:port/db. "
+        f"Defaults to ${STATE_URL_ENV} or {DEFAULT_STATE_URL}.",
+    )
+
+    @property
+    def resolved_url(self) -> str:
+        """The store URL this resource opens."""
+        value = self.url or dg.EnvVar(STATE_URL_ENV).get_value(DEFAULT_STATE_URL)
+        assert value is not None
+        return value
+
+    def open(self) -> CheckpointStore:
+        """Open the store (use as a context manager; it closes its connection)."""
+        return open_store(self.resolved_url)

@@ -14,7 +14,7 @@ from idem_assets.defs.automation.jobs import catalog_job, daily_lake_job
 from idem_assets.defs.resources import default_resources
 from idem_assets.lake import Fingerprint, fingerprint, read_rows
 from idem_assets.landing.generator import generate
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource
 
 DAILY_TABLES = ("orders", "customers", "events", "daily_sales")
 ALL_TABLES = (*DAILY_TABLES, "product_catalog")
@@ -27,6 +27,7 @@ class Project:
 
     root: Path
     lake: LakeResource
+    checkpoint: CheckpointResource
     instance: dg.DagsterInstance
 
     @property
@@ -36,7 +37,7 @@ class Project:
 
     def definitions(self) -> dg.Definitions:
         """The code location's definitions, wired to this project's dirs."""
-        return build_definitions(default_resources(self.lake))
+        return build_definitions(default_resources(self.lake, self.checkpoint))
 
     def run_days(self, first: str, last: str | None = None,
                  assets: Sequence[str] | None = None) -> dg.ExecuteInProcessResult:
@@ -76,7 +77,9 @@ def new_project(root: Path, days: int = 4, seed: int = 7, clean: bool = False) -
     landing, lake_dir = root / "landing", root / "lake"
     generate(landing, START, days, seed, clean=clean)
     lake = LakeResource(landing_dir=str(landing), lake_dir=str(lake_dir))
-    return Project(root=root, lake=lake, instance=dg.DagsterInstance.ephemeral())
+    checkpoint = CheckpointResource(url=f"sqlite:///{root / 'state' / 'checkpoint.db'}")
+    return Project(root=root, lake=lake, checkpoint=checkpoint,
+                   instance=dg.DagsterInstance.ephemeral())
 
 
 def day_keys(days: int, start: dt.date = START) -> list[str]:

@@ -265,6 +265,10 @@ class CheckpointStore:
         rows = self._run(sql.RETRYABLE, {"now": at}).fetchall()
         return [Retryable(scope, float(due)) for scope, due in rows]
 
+    def now(self) -> float:
+        """Epoch seconds on this store's clock (leases are compared against it)."""
+        return self._now()
+
     def _now(self) -> float:
         return float(self._clock())
 

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from idem_assets.defs.lake_asset import LAKE_IO_MANAGER_KEY
 from idem_assets.io_manager import IdempotentDeltaIOManager
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource
 
 
-def default_resources(lake: LakeResource | None = None) -> dict[str, object]:
+def default_resources(
+    lake: LakeResource | None = None, checkpoint: CheckpointResource | None = None
+) -> dict[str, object]:
     """Resources keyed as the assets expect them (tests pass a lake in tmp dirs)."""
     lake = lake or LakeResource()
-    return {"lake": lake, LAKE_IO_MANAGER_KEY: IdempotentDeltaIOManager(lake=lake)}
+    checkpoint = checkpoint or CheckpointResource()
+    return {
+        "lake": lake,
+        "checkpoint": checkpoint,
+        LAKE_IO_MANAGER_KEY: IdempotentDeltaIOManager(lake=lake, checkpoint=checkpoint),
+    }

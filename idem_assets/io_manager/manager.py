@@ -1,18 +1,25 @@
-"""The IO manager: every asset output becomes one idempotent Delta write."""
-
+"""The IO manager: every asset output becomes one idempotent, tracked Delta write."""
 
 import time
 from typing import Any
 
 import dagster as dg
 import polars as pl
-import pyarrow as pa
+from pydantic import Field
 
 from idem_assets.io_manager.spec import WriteSpec
-from idem_assets.io_manager.strategies import PreparedBatch, Window, prepare, read, write
-from idem_assets.lake import LakeTable, WriteResult
+from idem_assets.io_manager.strategies import (
+    PreparedBatch,
+    Window,
+    prepare,
+    read,
+    slice_conditions,
+    write,
+)
+from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat, window_id
+from idem_assets.lake import LakeTable, WriteResult, files_signature, fingerprint
 from idem_assets.partitions import window_dates
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource
 
 
 def output_window(context: dg.OutputContext | dg.InputContext) -> Window:
@@ -47,6 +54,10 @@ def write_metadata(spec: WriteSpec, batch: PreparedBatch, result: WriteResult, w
         "conflicting_keys": batch.conflicting_keys,
         "write_attempts": result.attempts,
         "write_seconds": round(seconds, 3),
+        # How a no-op was proven: "checkpoint" (files unchanged since the last settled
+        # write, no data read) or "content" (compared with the stored rows).
+        "no_op_proof": ("" if result.committed
+                        else str(result.details.get("proven_by", "content"))),
     }
 
 
@@ -54,13 +65,20 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
     """Writes each output with the strategy in its asset's ``idem/*`` metadata.
 
     A rerun with unchanged content commits nothing; a backfill range is one
-    commit; partition predicates come from validated dates only.
+    commit; partition predicates come from validated dates only. Every write is a
+    checkpoint record claimed before the commit and settled after it.
     """
 
     lake: dg.ResourceDependency[LakeResource]
+    checkpoint: dg.ResourceDependency[CheckpointResource]
+    write_lease_seconds: float = Field(
+        default=60.0,
+        description="Lease on a write's checkpoint record, renewed while the write runs; a "
+        "crashed run's record is reconciled this long after it stopped renewing.",
+    )
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
-        """Deduplicate per spec, write idempotently, and attach the write's metadata."""
+        """Deduplicate per spec, write idempotently and tracked, attach the write's metadata."""
         if obj is None:
             return
         spec = WriteSpec.from_metadata(context.definition_metadata)
@@ -68,19 +86,46 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         window = output_window(context)
         started = time.perf_counter()
         batch = prepare(spec, obj)
-        result = write(
-            spec,
-            target,
-            batch,
-            window,
-            commit_metadata={
-                "idem.asset": context.asset_key.to_user_string(),
-                "idem.window": window.label(),
-                "idem.run_id": context.run_id,
-            },
-        )
+        batch_fp = fingerprint(batch.rows)
+        asset = context.asset_key.to_user_string()
+        with self.checkpoint.open() as store:
+            log = LakeWriteLog(store, asset, window_id(window.start, window.end),
+                               context.run_id, self.write_lease_seconds)
+            reconciled = log.reconcile(target.open())
+            for item in reconciled:
+                context.log.warning(
+                    f"reconciled write record {item.record_id} of a run that stopped: "
+                    + ("its commit landed as version " + str(item.committed_version)
+                       if item.committed_version is not None else "it never committed")
+                )
+            claim = log.begin({"fingerprint": str(batch_fp), "window": window.label()})
+            conditions = slice_conditions(spec, window, batch)
+            try:
+                with lease_heartbeat(self.checkpoint.resolved_url, claim,
+                                     self.write_lease_seconds):
+                    result = write(
+                        spec, target, batch, window,
+                        commit_metadata={
+                            "idem.asset": asset,
+                            "idem.window": window.label(),
+                            "idem.run_id": context.run_id,
+                            **log.commit_metadata(claim),
+                        },
+                        settled=log.last_settled(),
+                        conditions=conditions,
+                    )
+            except BaseException as error:
+                log.fail(claim, error)
+                raise
+            # Sign the slice as of our own version: a later writer's files must not be
+            # credited with our fingerprint.
+            files = files_signature(target.open(result.version), conditions)
+            log.succeed(claim, {"fingerprint": str(result.fingerprint), "files": files,
+                                "version": result.version, "committed": result.committed})
         seconds = time.perf_counter() - started
-        context.add_output_metadata(write_metadata(spec, batch, result, window, seconds))
+        metadata = write_metadata(spec, batch, result, window, seconds)
+        metadata["reconciled_records"] = len(reconciled)
+        context.add_output_metadata(metadata)
         context.log.info(
             f"{spec.strategy} {target.uri} {window.label()}: "
             + (f"committed version {result.version}" if result.committed
@@ -97,8 +142,3 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         if context.dagster_type.typing_type is pl.DataFrame:
             return pl.from_arrow(rows)
         return rows
-
-
-def as_arrow(rows: pa.Table | pl.DataFrame) -> pa.Table:
-    """Arrow view of an input that may arrive as Polars."""
-    return rows.to_arrow() if isinstance(rows, pl.DataFrame) else rows

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from idem_assets.io_manager.spec import WriteSpec
+from idem_assets.io_manager.tracking import SettledWrite
 from idem_assets.lake import (
     Fingerprint,
     LakeTable,
@@ -17,6 +18,7 @@ from idem_assets.lake import (
     count_row_differences,
     date_range,
     dedupe_newest,
+    files_signature,
     fingerprint,
     merge_upsert,
     overwrite_partitions,
@@ -25,6 +27,8 @@ from idem_assets.lake import (
     replace_table,
 )
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
+from idem_assets.lake.merge import pruning_ranges
+from idem_assets.lake.predicates import Condition
 
 
 @dataclass(frozen=True)
@@ -79,14 +83,39 @@ def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -
     )
 
 
+def slice_conditions(spec: WriteSpec, window: Window, batch: PreparedBatch) -> list[Condition]:
+    """The part of the table a write of ``batch`` can touch (used to sign its files)."""
+    if spec.strategy == "overwrite":
+        start, end = _require_window(spec, window)
+        return [date_range(spec.partition_column or "", start, end)]
+    if spec.strategy == "merge":
+        return list(pruning_ranges(batch.rows, spec.prune_columns))
+    return []
+
+
 def write(
     spec: WriteSpec,
     target: LakeTable,
     batch: PreparedBatch,
     window: Window,
     commit_metadata: Mapping[str, Any] | None = None,
+    *,
+    settled: SettledWrite | None = None,
+    conditions: Sequence[Condition] = (),
 ) -> WriteResult:
-    """Write a prepared batch with the spec's strategy; no-op when nothing changed."""
+    """Write a prepared batch with the spec's strategy; no-op when nothing changed.
+
+    With ``settled`` (the window's last settled write), a batch with the same
+    fingerprint over a slice whose files have not changed since is a proven no-op,
+    decided from table metadata without reading any data.
+    """
+    if settled is not None:
+        table = target.open()
+        batch_fp = fingerprint(batch.rows)
+        if (table is not None and settled.fingerprint == str(batch_fp)
+                and settled.files == files_signature(table, conditions)):
+            return WriteResult(spec.strategy, target.uri, table.version(), False, 0, batch_fp,
+                               details={"proven_by": "checkpoint", "record": settled.record_id})
     if spec.strategy == "overwrite":
         start, end = _require_window(spec, window)
         return overwrite_partitions(

@@ -14,7 +14,7 @@ from idem_assets.lake.overwrite import PartitionMismatchError, overwrite_partiti
 from idem_assets.lake.predicates import OneOf, Range, UnsafePredicateError, date_range
 from idem_assets.lake.replace import replace_table
 from idem_assets.lake.result import WriteResult
-from idem_assets.lake.tables import LakeTable, read_rows
+from idem_assets.lake.tables import LakeTable, files_signature, read_rows
 
 __all__ = [
     "DedupeResult",
@@ -34,6 +34,7 @@ __all__ = [
     "dedupe_newest",
     "fingerprint",
     "fingerprint_batches",
+    "files_signature",
     "merge_upsert",
     "overwrite_partitions",
     "overwrite_slice",

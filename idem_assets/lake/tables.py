@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,10 +37,10 @@ class LakeTable:
     uri: str
     storage_options: Mapping[str, str] = field(default_factory=dict)
 
-    def open(self) -> DeltaTable | None:
-        """The table at its newest version, or None if it does not exist yet."""
+    def open(self, version: int | None = None) -> DeltaTable | None:
+        """The table at its newest (or the given) version, or None if it does not exist."""
         try:
-            return DeltaTable(self.uri, storage_options=self._options())
+            return DeltaTable(self.uri, version=version, storage_options=self._options())
         except TableNotFoundError:
             return None
 
@@ -131,3 +132,24 @@ def commit_properties(
         max_commit_retries=0,
         app_transactions=list(app_transactions) or None,
     )
+
+
+def files_signature(table: DeltaTable | None, conditions: Sequence[Condition] = ()) -> str:
+    """Digest of the data files that may hold rows matching ``conditions`` (metadata only).
+
+    Delta data files are immutable and uniquely named, so if this digest is unchanged
+    since a write, nothing has touched that slice of the table since.
+    """
+    if table is None:
+        return "absent"
+    dataset = table.to_pyarrow_dataset()
+    predicate: ds.Expression | None = None
+    for condition in conditions:
+        part = range_filter(condition)
+        predicate = part if predicate is None else predicate & part
+    paths = sorted(fragment.path for fragment in dataset.get_fragments(filter=predicate))
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.encode())
+        digest.update(b"\n")
+    return f"{len(paths)}:{digest.hexdigest()[:32]}"

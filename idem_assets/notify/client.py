@@ -53,6 +53,16 @@ class DeliveryError(Exception):
         self.http_status = http_status
         self.key = key
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keeps the error intact when it crosses a process boundary (multiprocess executors).
+        return (_rebuild_delivery_error, (self.message, self.retryable, self.http_status, self.key))
+
+
+def _rebuild_delivery_error(
+    message: str, retryable: bool, http_status: int | None, key: str
+) -> DeliveryError:
+    return DeliveryError(message, retryable, http_status, key=key)
+
 
 class NotificationClient:
     """Sends notifications with an Idempotency-Key; retries only what is safe and useful."""

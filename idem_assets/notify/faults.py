@@ -66,12 +66,9 @@ class FaultPlan:
     """What happens to one request: decided up front so every draw is reproducible."""
 
     error_before: bool
-    hang: bool
     delay_seconds: float
+    hang_seconds: float
     error_after: bool
-
-
-NO_FAULTS = FaultPlan(error_before=False, hang=False, delay_seconds=0.0, error_after=False)
 
 
 class FaultInjector:
@@ -109,7 +106,7 @@ class FaultInjector:
         delay_ms = faults.latency_ms + jitter_draw * faults.latency_jitter_ms
         return FaultPlan(
             error_before=error_draw < faults.error_rate,
-            hang=hang_draw < faults.hang_rate,
             delay_seconds=delay_ms / 1000.0,
+            hang_seconds=faults.hang_seconds if hang_draw < faults.hang_rate else 0.0,
             error_after=after_draw < faults.error_after_delivery_rate,
         )

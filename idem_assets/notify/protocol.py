@@ -87,9 +87,9 @@ class NotificationService:
         try:
             if plan.delay_seconds:
                 self.stopping.wait(plan.delay_seconds)
-            if plan.hang:
+            if plan.hang_seconds:
                 self.store.count("hangs")
-                self.stopping.wait(self.injector.faults.hang_seconds)
+                self.stopping.wait(plan.hang_seconds)
             if self.stopping.is_set():
                 # Leave the marker in flight: after a stop mid-request the key looks exactly
                 # as it would after a crash, and is taken over once the timeout passes.

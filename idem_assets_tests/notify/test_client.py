@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -153,6 +154,17 @@ def test_invalid_key_or_payload_fails_before_any_request(
     with pytest.raises(DeliveryError, match="not JSON-serialisable"):
         client.send("k-nan", {"amount": float("nan")})
     assert server.stats()["requests"] == 0
+
+
+def test_delivery_error_survives_pickling() -> None:
+    error = DeliveryError("HTTP 409, in flight", True, 409, key="k-1")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.retryable, copy.http_status, copy.key) == (
+        "HTTP 409, in flight",
+        True,
+        409,
+        "k-1",
+    )
 
 
 def test_no_server_listening_is_a_retryable_connection_error() -> None:

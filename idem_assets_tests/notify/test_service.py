@@ -233,6 +233,28 @@ def test_abandoned_in_flight_key_is_taken_over_and_the_late_holder_cannot_delive
     assert [(row["key"], row["count"]) for row in listing] == [("k-abandoned", 1)]
 
 
+def test_stop_during_a_hang_abandons_the_key_like_a_crash(
+    start_server: StartServer, token: str
+) -> None:
+    server = start_server(
+        faults=Faults(hang_rate=1.0, hang_seconds=30), in_flight_timeout_seconds=0.5
+    )
+    with pytest.raises(TimeoutError):
+        post_notification(server.url, token, "k-stopped", PAYLOAD, timeout=0.3)
+    began = time.monotonic()
+    server.stop()
+    assert time.monotonic() - began < 2, "stop() must not wait for the 30 s hang"
+
+    restarted = start_server(in_flight_timeout_seconds=0.5)
+    stats = restarted.stats()
+    assert (stats["in_flight"], stats["deliveries"]) == (1, 0)
+    time.sleep(0.5)
+    taker = post_notification(restarted.url, token, "k-stopped", PAYLOAD)
+    assert taker.status == 201 and not taker.replayed
+    assert restarted.stats()["takeovers"] == 1
+    assert restarted.service.store.delivery_counts()[0]["count"] == 1
+
+
 def test_admin_faults_are_validated_and_applied(start_server: StartServer, token: str) -> None:
     server = start_server()
     auth = [("Authorization", f"Bearer {token}")]

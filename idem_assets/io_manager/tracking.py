@@ -1,0 +1,160 @@
+"""Lake writes as checkpoint records: claimed before the commit, settled after it.
+
+Each write of an asset's window by a run is one record (scope ``lake/<asset>``, id
+``<window>/<run id>``). Its lease token goes into the Delta commit metadata, so a run
+that died between the commit and the tracker update is reconciled on the next run:
+the token is found in the table history (succeeded, with the version) or not (the run
+died before committing; the record is ignored with that reason). The last settled
+record of a window also remembers the slice's files, which lets a rerun prove it is a
+no-op from table metadata alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from deltalake import DeltaTable
+
+from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, open_store
+
+LEASE_TOKEN_KEY = "idem.lease_token"
+RECORD_KEY = "idem.record"
+# Lake writes are retried by reruns, not by the tracker; the budget only bounds bookkeeping.
+_MAX_ATTEMPTS = 1000
+_HISTORY_DEPTH = 200
+
+
+@dataclass(frozen=True)
+class SettledWrite:
+    """What the last settled write of a window left behind."""
+
+    record_id: str
+    fingerprint: str
+    files: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """How a stale in_progress record of an earlier, crashed run was resolved."""
+
+    record_id: str
+    committed_version: int | None
+
+
+def window_id(start: object, end: object) -> str:
+    """Record-id prefix of a window (``all`` when unpartitioned)."""
+    return "all" if start is None else f"{start}..{end}"
+
+
+class LakeWriteLog:
+    """The checkpoint records of one asset's writes to one window."""
+
+    def __init__(self, store: CheckpointStore, asset: str, window: str, run_id: str,
+                 lease_seconds: float) -> None:
+        self.store = store
+        self.scope = f"lake/{asset}"
+        self.window = window
+        self.record_id = f"{window}/{run_id}"
+        self.lease_seconds = lease_seconds
+
+    def reconcile(self, table: DeltaTable | None) -> list[Reconciled]:
+        """Resolve records of crashed runs for this window (expired in_progress leases)."""
+        resolved = []
+        for tracker in self.store.list(self.scope, [Status.IN_PROGRESS]):
+            if not tracker.record_id.startswith(f"{self.window}/"):
+                continue
+            if tracker.lease_expires_at is None or tracker.lease_expires_at > self.store.now():
+                continue  # a live run still holds it
+            version = _committed_version(table, tracker.lease_token)
+            if version is None:
+                self.store.ignore(self.scope, tracker.record_id,
+                                  "run ended before its Delta commit; superseded by a later run")
+            else:
+                for claim in self.store.claim(self.scope, "reconciler", lease_seconds=30,
+                                              record_ids=[tracker.record_id]):
+                    self.store.succeed(claim, {"version": version, "reconciled": True,
+                                               **(tracker.payload or {})})
+            resolved.append(Reconciled(tracker.record_id, version))
+        return resolved
+
+    def last_settled(self) -> SettledWrite | None:
+        """The newest succeeded write of this window, if any."""
+        newest = None
+        for tracker in self.store.list(self.scope, [Status.SUCCEEDED]):
+            if not tracker.record_id.startswith(f"{self.window}/") or not tracker.result:
+                continue
+            if newest is None or tracker.updated_at > newest.updated_at:
+                newest = tracker
+        if newest is None or "files" not in (newest.result or {}):
+            return None
+        result = newest.result or {}
+        return SettledWrite(newest.record_id, str(result.get("fingerprint")),
+                            str(result.get("files")), int(result.get("version", -1)))
+
+    def begin(self, payload: Mapping[str, Any]) -> Claim:
+        """Register and claim this run's record before anything is committed."""
+        self.store.register(self.scope, [(self.record_id, dict(payload))],
+                            max_attempts=_MAX_ATTEMPTS)
+        claims = self.store.claim(self.scope, self.record_id, lease_seconds=self.lease_seconds,
+                                  record_ids=[self.record_id])
+        if not claims:
+            raise RuntimeError(f"could not claim lake write record {self.scope}/{self.record_id}")
+        return claims[0]
+
+    def commit_metadata(self, claim: Claim) -> dict[str, str]:
+        """Entries for the Delta commit that tie it to this record."""
+        return {LEASE_TOKEN_KEY: claim.lease_token, RECORD_KEY: f"{self.scope}/{self.record_id}"}
+
+    def succeed(self, claim: Claim, result: Mapping[str, Any]) -> None:
+        """Settle the record with the write's outcome."""
+        try:
+            self.store.succeed(claim, dict(result))
+        except LeaseLost:
+            # Another run reconciled us while we were slow; keep the outcome on a new record.
+            late = f"{self.record_id}/late"
+            self.store.register(self.scope, [(late, None)], max_attempts=_MAX_ATTEMPTS)
+            for again in self.store.claim(self.scope, late, lease_seconds=30, record_ids=[late]):
+                self.store.succeed(again, dict(result))
+
+    def fail(self, claim: Claim, error: BaseException) -> None:
+        """Record a failed write (nothing committed, or the error came after the commit)."""
+        try:
+            self.store.fail(claim, error, retry_in_seconds=0)
+        except LeaseLost:
+            pass  # already resolved by a reconciler; the error is raised to the run anyway
+
+def _committed_version(table: DeltaTable | None, token: str | None) -> int | None:
+    if table is None or not token:
+        return None
+    for entry in table.history(_HISTORY_DEPTH):
+        if entry.get(LEASE_TOKEN_KEY) == token:
+            return int(entry["version"])
+    return None
+
+
+@contextmanager
+def lease_heartbeat(url: str, claim: Claim, lease_seconds: float) -> Iterator[None]:
+    """Keep extending ``claim`` from a thread (own connection) while the write runs."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        with open_store(url) as store:
+            current = claim
+            while not stop.wait(lease_seconds / 3):
+                try:
+                    current = store.extend(current, lease_seconds)
+                except LeaseLost:
+                    return
+
+    thread = threading.Thread(target=beat, name="lake-write-lease", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)

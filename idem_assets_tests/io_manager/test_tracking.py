@@ -1,0 +1,86 @@
+"""Lake writes are checkpoint records: settled after the commit, reconciled after a crash."""
+
+import time
+
+from deltalake import write_deltalake
+
+from idem_assets.checkpoint import Status, open_store
+from idem_assets.io_manager.tracking import LEASE_TOKEN_KEY, LakeWriteLog
+from idem_assets.lake import LakeTable
+from idem_assets.lake.tables import commit_properties
+from idem_assets.landing.contract import ORDERS
+from idem_assets.landing.reader import read_days
+from idem_assets_tests.harness import START, materialization_metadata
+
+KEY = START.isoformat()
+WINDOW = f"{START}..{START.replace(day=2)}"
+
+
+def _records(project, asset="orders"):
+    with open_store(project.checkpoint.resolved_url) as store:
+        return store.list(f"lake/{asset}")
+
+
+def test_each_write_is_a_settled_record_and_reruns_are_proven_from_metadata(project):
+    first, second = project.run_days(KEY), project.run_days(KEY)
+    assert first.success and second.success
+    records = [r for r in _records(project) if r.record_id.startswith(WINDOW)]
+    assert len(records) == 2 and {r.status for r in records} == {Status.SUCCEEDED}
+    by_run = {r.record_id.split("/", 1)[1]: r for r in records}
+    assert by_run[first.run_id].result["committed"] is True
+    assert by_run[second.run_id].result["committed"] is False
+    assert by_run[first.run_id].result["fingerprint"] == by_run[second.run_id].result["fingerprint"]
+    md = materialization_metadata(second)
+    # The rerun did not read the partition: the slice's files are those of the first write.
+    assert md["orders"]["no_op_proof"] == "checkpoint"
+    assert md["customers"]["no_op_proof"] == "checkpoint"
+
+
+def test_changed_slice_is_not_trusted_from_the_checkpoint(project):
+    assert project.run_days(KEY).success
+    # Someone rewrites the partition behind the pipeline's back.
+    rows = read_days(project.landing, ORDERS, START, START.replace(day=2)).rows.slice(0, 5)
+    table = project.lake.table("orders").open()
+    write_deltalake(table, rows, mode="overwrite",
+                    predicate=f"order_date = DATE '{KEY}'")  # test-only literal
+    again = project.run_days(KEY)
+    md = materialization_metadata(again)["orders"]
+    assert md["committed"] is True  # repaired: the checkpoint proof no longer held
+    assert all(e.passed for e in again.get_asset_check_evaluations())
+
+
+def test_crash_after_commit_is_reconciled_not_reapplied(project):
+    """A run that committed but died before settling its record leaves it in_progress."""
+    assert project.run_days(KEY).success
+    target = LakeTable(project.lake.table("orders").uri)
+    version_before = target.open().version()
+    with open_store(project.checkpoint.resolved_url) as store:
+        log = LakeWriteLog(store, "orders", WINDOW, "crashed-run", lease_seconds=1)
+        claim = log.begin({"fingerprint": "unknown"})
+        # The crashed run's commit: same content, with its lease token in the metadata.
+        rows = target.open().to_pyarrow_table()
+        write_deltalake(target.open(), rows, mode="overwrite",
+                        predicate=f"order_date = DATE '{KEY}'",  # test-only literal
+                        commit_properties=commit_properties(log.commit_metadata(claim)))
+    crashed_version = version_before + 1
+    time.sleep(1.2)  # the crashed run's lease runs out
+    rerun = project.run_days(KEY)
+    assert rerun.success
+    md = materialization_metadata(rerun)["orders"]
+    assert md["reconciled_records"] == 1
+    assert md["committed"] is False  # the content was already there: nothing re-applied
+    crashed = next(r for r in _records(project) if r.record_id.endswith("/crashed-run"))
+    assert crashed.status == Status.SUCCEEDED
+    assert crashed.result["version"] == crashed_version and crashed.result["reconciled"]
+    assert LEASE_TOKEN_KEY in project.lake.table("orders").open().history(2)[-1]
+
+
+def test_crash_before_commit_is_marked_ignored(project):
+    assert project.run_days(KEY).success
+    with open_store(project.checkpoint.resolved_url) as store:
+        LakeWriteLog(store, "orders", WINDOW, "died-early", lease_seconds=1).begin({})
+    time.sleep(1.2)
+    assert project.run_days(KEY).success
+    died = next(r for r in _records(project) if r.record_id.endswith("/died-early"))
+    assert died.status == Status.IGNORED
+    assert "before its Delta commit" in (died.ignored_reason or "")
