@@ -8,6 +8,12 @@ export IDEM_LANDING_DIR ?= $(CURDIR)/data/landing
 export IDEM_LAKE_DIR ?= $(CURDIR)/data/lake
 HOST ?= 127.0.0.1
 PORT ?= 3000
+NOTIFY_PORT ?= 8765
+# Local development token of the reference notification service (not a secret);
+# set IDEM_NOTIFY_TOKEN yourself to use another.
+export IDEM_NOTIFY_TOKEN ?= local-dev-token
+export IDEM_NOTIFY_URL ?= http://127.0.0.1:$(NOTIFY_PORT)
+export IDEM_STATE_URL ?= sqlite:///$(CURDIR)/data/state/checkpoint.db
 SAMPLE_START ?= 2024-03-01
 SAMPLE_DAYS ?= 14
 SAMPLE_SEED ?= 7
@@ -32,8 +38,13 @@ sample-data: install
 			--start $(SAMPLE_START) --days $(SAMPLE_DAYS) --seed $(SAMPLE_SEED); \
 	else echo "landing data present in $(IDEM_LANDING_DIR)"; fi
 
-## Start the Dagster UI on http://$(HOST):$(PORT) with the whole code location loaded.
+## Start the Dagster UI on http://$(HOST):$(PORT) with the whole code location loaded,
+## and the reference notification service beside it on $(IDEM_NOTIFY_URL).
 run: install dagster-home sample-data
+	@mkdir -p data/state
+	$(PY) -m idem_assets.notify serve --host 127.0.0.1 --port $(NOTIFY_PORT) \
+		--db data/state/notify.db & notify=$$!; \
+	trap 'kill $$notify 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
 
 ## Headless: materialize two weeks of every asset twice and print rows/versions/fingerprints/checks.

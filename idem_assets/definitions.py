@@ -11,6 +11,13 @@ from idem_assets.defs.customers.assets import customers
 from idem_assets.defs.customers.checks import CUSTOMERS_CHECKS
 from idem_assets.defs.events.assets import events
 from idem_assets.defs.events.checks import EVENTS_CHECKS
+from idem_assets.defs.notifications.assets import notifications
+from idem_assets.defs.notifications.checks import NOTIFICATION_CHECKS
+from idem_assets.defs.notifications.sensors import (
+    notification_retry_sensor,
+    notifications_job,
+    notifications_redrive_job,
+)
 from idem_assets.defs.orders.assets import orders
 from idem_assets.defs.orders.checks import ORDERS_CHECKS
 from idem_assets.defs.resources import default_resources
@@ -21,12 +28,12 @@ from idem_assets.defs.sales.checks import SALES_CHECKS
 def build_definitions(resources: dict[str, object]) -> dg.Definitions:
     """Every domain's definitions bound to ``resources``."""
     return dg.Definitions(
-        assets=[orders, customers, events, product_catalog, daily_sales],
+        assets=[orders, customers, events, product_catalog, daily_sales, notifications],
         asset_checks=[*ORDERS_CHECKS, *CUSTOMERS_CHECKS, *EVENTS_CHECKS, *CATALOG_CHECKS,
-                      *SALES_CHECKS],
-        jobs=[daily_lake_job, catalog_job],
+                      *SALES_CHECKS, *NOTIFICATION_CHECKS],
+        jobs=[daily_lake_job, catalog_job, notifications_job, notifications_redrive_job],
         schedules=[daily_lake_schedule],
-        sensors=[landing_sensor, catalog_sensor],
+        sensors=[landing_sensor, catalog_sensor, notification_retry_sensor],
         resources=resources,
     )
 

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets.lake import LakeTable
+from idem_assets.notify.client import NotificationClient
 
 LANDING_DIR_ENV = "IDEM_LANDING_DIR"
 LAKE_DIR_ENV = "IDEM_LAKE_DIR"
@@ -88,3 +89,42 @@ class CheckpointResource(dg.ConfigurableResource):
     def open(self) -> CheckpointStore:
         """Open the store (use as a context manager; it closes its connection)."""
         return open_store(self.resolved_url)
+
+
+NOTIFY_URL_ENV = "IDEM_NOTIFY_URL"
+NOTIFY_TOKEN_ENV = "IDEM_NOTIFY_TOKEN"
+DEFAULT_NOTIFY_URL = "http://127.0.0.1:8765"
+
+
+class NotificationResource(dg.ConfigurableResource):
+    """The notification HTTP API; the bearer token comes in through ``dg.EnvVar`` only."""
+
+    base_url: str | None = Field(
+        default=None,
+        description=f"Service base URL. Defaults to ${NOTIFY_URL_ENV} or {DEFAULT_NOTIFY_URL}.",
+    )
+    token: str = Field(
+        description=f"Bearer token, e.g. dg.EnvVar('{NOTIFY_TOKEN_ENV}'). Never logged."
+    )
+    timeout_seconds: float = Field(default=5.0, description="Per-request timeout.")
+    max_retries: int = Field(
+        default=3, description="Retries inside one attempt (5xx, timeouts, 409 in flight)."
+    )
+    backoff_seconds: float = Field(default=0.2, description="First retry backoff, doubled.")
+
+    @property
+    def resolved_url(self) -> str:
+        """The service base URL."""
+        value = self.base_url or dg.EnvVar(NOTIFY_URL_ENV).get_value(DEFAULT_NOTIFY_URL)
+        assert value is not None
+        return value
+
+    def client(self) -> NotificationClient:
+        """A client for the service."""
+        return NotificationClient(
+            self.resolved_url,
+            self.token,
+            timeout_seconds=self.timeout_seconds,
+            max_retries=self.max_retries,
+            backoff_seconds=self.backoff_seconds,
+        )

@@ -14,7 +14,7 @@ from idem_assets.defs.automation.jobs import catalog_job, daily_lake_job
 from idem_assets.defs.resources import default_resources
 from idem_assets.lake import Fingerprint, fingerprint, read_rows
 from idem_assets.landing.generator import generate
-from idem_assets.resources import CheckpointResource, LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
 
 DAILY_TABLES = ("orders", "customers", "events", "daily_sales")
 ALL_TABLES = (*DAILY_TABLES, "product_catalog")
@@ -29,6 +29,7 @@ class Project:
     lake: LakeResource
     checkpoint: CheckpointResource
     instance: dg.DagsterInstance
+    notifier: NotificationResource | None = None
 
     @property
     def landing(self) -> Path:
@@ -37,7 +38,10 @@ class Project:
 
     def definitions(self) -> dg.Definitions:
         """The code location's definitions, wired to this project's dirs."""
-        return build_definitions(default_resources(self.lake, self.checkpoint))
+        notifier = self.notifier or NotificationResource(
+            base_url="http://127.0.0.1:9", token="unused-in-this-test"
+        )
+        return build_definitions(default_resources(self.lake, self.checkpoint, notifier))
 
     def run_days(self, first: str, last: str | None = None,
                  assets: Sequence[str] | None = None) -> dg.ExecuteInProcessResult:
@@ -51,6 +55,13 @@ class Project:
                 "dagster/asset_partition_range_end": last}
         return job.execute_in_process(tags=tags, instance=self.instance,
                                       asset_selection=selection, raise_on_error=False)
+
+    def run_job(self, name: str, partition: str | None = None,
+                run_config: dict | None = None) -> dg.ExecuteInProcessResult:
+        """Run any job of the code location (optionally for one partition)."""
+        job = self.definitions().resolve_job_def(name)
+        return job.execute_in_process(partition_key=partition, instance=self.instance,
+                                      run_config=run_config, raise_on_error=False)
 
     def run_catalog(self) -> dg.ExecuteInProcessResult:
         """Run the catalog job."""

@@ -118,10 +118,11 @@ UPDATE checkpoint_trackers SET
     status = 'succeeded', result = :result, lease_expires_at = NULL,
     next_attempt_at = NULL, updated_at = :now""" + _HELD
 
+# A final error (retrying cannot help) exhausts the record at once.
 FAIL = """
 UPDATE checkpoint_trackers SET
-    status = CASE WHEN attempts >= max_attempts THEN 'exhausted' ELSE 'failed' END,
-    next_attempt_at = CASE WHEN attempts >= max_attempts THEN NULL ELSE :retry_at END,
+    status = CASE WHEN attempts >= max_attempts OR :final THEN 'exhausted' ELSE 'failed' END,
+    next_attempt_at = CASE WHEN attempts >= max_attempts OR :final THEN NULL ELSE :retry_at END,
     last_error = :error, last_traceback = :traceback,
     lease_expires_at = NULL, updated_at = :now""" + _HELD + """
 RETURNING status"""

@@ -177,18 +177,20 @@ class CheckpointStore:
             raise self._lease_lost(claim, current)
 
     def fail(self, claim: Claim, error: str | BaseException, traceback: str | None = None, *,
-             retry_in_seconds: float | None = None) -> Status:
+             retry_in_seconds: float | None = None, final: bool = False) -> Status:
         """Record a failed attempt: failed (retry after a backoff) or exhausted at max_attempts.
 
         `error` may be an exception (its type, message and traceback are kept). Without
-        `retry_in_seconds` the backoff doubles per attempt (see `backoff_seconds`).
+        `retry_in_seconds` the backoff doubles per attempt (see `backoff_seconds`). A
+        `final` error (one no retry can fix) exhausts the record straight away.
         """
         delay = (backoff_seconds(claim.attempts) if retry_in_seconds is None
                  else require_seconds("retry_in_seconds", retry_in_seconds, positive=False))
         error_text, traceback_text = error_texts(error, traceback)
         now = self._now()
         params = self._held_params(claim, now)
-        params.update(retry_at=now + delay, error=error_text, traceback=traceback_text)
+        params.update(retry_at=now + delay, error=error_text, traceback=traceback_text,
+                      final=bool(final))
         with self._transaction():
             row = self._run(sql.FAIL, params).fetchone()
         if row is not None:

@@ -223,3 +223,12 @@ def test_list_counts_and_retryable(store: CheckpointStore, clock: SteppedClock) 
     with pytest.raises(CheckpointInputError, match="unknown status 'done'"):
         store.list(statuses=["done"])
     assert d.record_id == "rec-0001"
+
+
+def test_final_failure_exhausts_at_once(store):
+    store.register("s", [("r", None)], max_attempts=5)
+    (claim,) = store.claim("s", "w", lease_seconds=30)
+    assert store.fail(claim, "payload rejected", final=True) == "exhausted"
+    tracker = store.get("s", "r")
+    assert tracker.status == "exhausted" and tracker.attempts == 1
+    assert [t.record_id for t in store.dead_letters("s")] == ["r"]

@@ -1,0 +1,1 @@
+"""The notifications domain: exactly-once side effects through the checkpoint."""

@@ -1,0 +1,107 @@
+"""Building a batch's rows from its files, and the Delta commits that carry it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import DeltaError
+
+from idem_assets.lake import Fingerprint, LakeTable, fingerprint
+from idem_assets.lake.frames import conform
+from idem_assets.lake.tables import commit_properties, is_conflict
+from idem_assets.landing.reader import QUARANTINE_SCHEMA
+from idem_assets.stream.files import FileRead, notes_by_file, read_offset_file
+from idem_assets.stream.offsets import BatchPlan
+from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
+
+# The shared quarantine table's layout; the daily landing assets create it the same way.
+QUARANTINE_PARTITIONS = ("source", "partition_date")
+# Commit metadata that lets a restart recognise a batch's commit in the table history.
+META_STREAM = "idem.stream"
+META_BATCH = "idem.stream.batch"
+META_SIGNATURE = "idem.stream.signature"
+META_QUARANTINED = "idem.stream.quarantined"
+META_ABANDONED = "idem.stream.abandoned"
+META_FINGERPRINT = "idem.fingerprint"
+# How far back in the table history a restart looks for the commit of the batch it resumes.
+HISTORY_LOOKBACK = 100
+
+
+@dataclass(frozen=True)
+class BuiltBatch:
+    """A batch's rows, ready to commit, with its row accounting."""
+
+    plan: BatchPlan
+    rows: pa.Table  # stream schema, in plan order then file row order
+    quarantine: pa.Table  # QUARANTINE_SCHEMA
+    raw_rows: int
+    fingerprint: Fingerprint
+    notes: Mapping[str, tuple[str, ...]]
+
+    def __post_init__(self) -> None:
+        if self.raw_rows != self.rows.num_rows + self.quarantine.num_rows:
+            raise AssertionError(
+                f"batch {self.plan.seq}: {self.raw_rows} raw rows but {self.rows.num_rows} "
+                f"valid + {self.quarantine.num_rows} quarantined"
+            )
+
+
+def with_lineage(read: FileRead, seq: int) -> pa.Table:
+    """A file's valid rows plus the batch number and the file they came from."""
+    count = read.rows.num_rows
+    rows = read.rows.append_column(STREAM_BATCH_COLUMN, pa.array([seq] * count, pa.int64()))
+    return rows.append_column(SOURCE_FILE_COLUMN,
+                              pa.array([read.entry.relpath] * count, pa.string()))
+
+
+def build_batch(source: StreamSource, plan: BatchPlan, reads: Sequence[FileRead]) -> BuiltBatch:
+    """Concatenate the files' rows in plan order; the same files always give the same rows."""
+    schema = source.schema
+    parts = [conform(schema.empty_table(), schema)]
+    parts += [conform(with_lineage(read, plan.seq), schema) for read in reads]
+    rows = pa.concat_tables(parts).combine_chunks()
+    quarantine = pa.concat_tables([QUARANTINE_SCHEMA.empty_table(),
+                                   *(r.quarantine for r in reads)]).combine_chunks()
+    return BuiltBatch(plan, rows, quarantine, sum(r.raw_rows for r in reads),
+                      fingerprint(rows), notes_by_file(list(reads)))
+
+
+def read_batch(landing_dir: str | Path, source: StreamSource, plan: BatchPlan) -> BuiltBatch:
+    """Read and build a whole batch at once (no per-file progress)."""
+    reads = [read_offset_file(landing_dir, source, entry, plan.seq) for entry in plan.files]
+    return build_batch(source, plan, reads)
+
+
+def batch_metadata(source: StreamSource, built: BuiltBatch) -> dict[str, Any]:
+    """Commit metadata of a batch's table commit."""
+    return {META_STREAM: source.name, META_BATCH: built.plan.seq,
+            META_SIGNATURE: built.plan.signature, META_QUARANTINED: built.quarantine.num_rows,
+            "idem.stream.files": len(built.plan.files), "idem.stream.raw_rows": built.raw_rows}
+
+
+def find_batch_commit(table: DeltaTable, source: StreamSource, seq: int) -> dict[str, Any] | None:
+    """The recent history entry of batch ``seq``'s commit (its metadata), if within reach."""
+    for entry in table.history(limit=HISTORY_LOOKBACK):
+        if entry.get(META_STREAM) == source.name and entry.get(META_BATCH) == str(seq):
+            return entry
+    return None
+
+
+def ensure_quarantine_table(target: LakeTable) -> None:
+    """Create the shared quarantine table (empty, usual layout) if it does not exist yet."""
+    if target.open() is not None:
+        return
+    try:
+        write_deltalake(target.uri, QUARANTINE_SCHEMA.empty_table(), mode="error",
+                        partition_by=list(QUARANTINE_PARTITIONS),
+                        storage_options=target.options(),
+                        commit_properties=commit_properties({"idem.asset": "quarantine"}))
+    except DeltaError as error:
+        # Losing the creation race is fine: the winner made the same empty table.
+        if not (is_conflict(error) and target.exists()):
+            raise

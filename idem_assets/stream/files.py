@@ -1,0 +1,130 @@
+"""Stream files: listing the landing folder, hashing a file, and reading one planned file.
+
+Parsing, typing and quarantine reasons are the landing reader's (``read_raw`` and
+``normalise``), applied to one file at a time; this module adds only the content check
+against the sha256 the offset log recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from idem_assets.landing.files import file_format
+from idem_assets.landing.formats import read_raw
+from idem_assets.landing.normalise import normalise
+from idem_assets.stream.errors import FileChangedError, StreamStateError
+from idem_assets.stream.source import StreamSource
+
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class OffsetFile:
+    """One file of a planned batch: where it is and the bytes it must still have."""
+
+    relpath: str  # posix, relative to the landing dir
+    sha256: str
+    size: int
+
+    def as_json(self) -> list[Any]:
+        """Compact JSON form kept in the offset log."""
+        return [self.relpath, self.sha256, self.size]
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> OffsetFile:
+        """Parse ``as_json`` output; ``where`` names the log record in errors."""
+        if (not isinstance(value, list) or len(value) != 3 or not isinstance(value[0], str)
+                or not isinstance(value[1], str) or len(value[1]) != 64
+                or not isinstance(value[2], int)):
+            raise StreamStateError(f"{where}: malformed file entry {value!r}")
+        return cls(value[0], value[1], value[2])
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """One planned file read and checked: valid rows, quarantined rows, and what was seen."""
+
+    entry: OffsetFile
+    rows: pa.Table  # contract schema
+    quarantine: pa.Table  # QUARANTINE_SCHEMA, source = stream name
+    raw_rows: int
+    dropped_columns: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _is_candidate(path: Path) -> bool:
+    # Same rule as the daily reader: staged writes (.name.tmp) and markers (_SUCCESS) are
+    # not data, so a half-written file is never planned.
+    return (path.is_file() and not path.name.startswith((".", "_"))
+            and file_format(path) is not None)
+
+
+def list_stream_files(landing_dir: str | Path, source: StreamSource) -> list[str]:
+    """Relpaths of the data files in the stream folder, in file-name order."""
+    folder = source.folder(landing_dir)
+    if not folder.is_dir():
+        return []
+    names = sorted(entry.name for entry in folder.iterdir() if _is_candidate(entry))
+    return [f"{source.name}/{name}" for name in names]
+
+
+def hash_file(path: Path) -> tuple[str, int]:
+    """sha256 (hex) and size of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def offset_file(landing_dir: str | Path, relpath: str) -> OffsetFile | None:
+    """The offset entry for a file as it is now; None if it vanished since it was listed."""
+    try:
+        sha, size = hash_file(Path(landing_dir) / relpath)
+    except FileNotFoundError:
+        return None
+    return OffsetFile(relpath, sha, size)
+
+
+def read_offset_file(landing_dir: str | Path, source: StreamSource, entry: OffsetFile,
+                     seq: int) -> FileRead:
+    """Read a planned file, refusing it if its bytes differ from the plan.
+
+    Raises FileChangedError (changed or gone) or the reader's LandingFileError (unreadable).
+    The bytes hashed are the bytes parsed, so a file changing during the read is caught too.
+    """
+    path = Path(landing_dir) / entry.relpath
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileChangedError(source.name, seq, entry.relpath, entry.sha256, None) from None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != entry.sha256:
+        raise FileChangedError(source.name, seq, entry.relpath, entry.sha256, actual)
+    fmt = file_format(path)
+    if fmt is None:
+        raise StreamStateError(f"{entry.relpath}: planned but has no landing file suffix")
+    contract = source.contract
+    strings = frozenset(f.name for f in contract.schema if pa.types.is_string(f.type))
+    raw = read_raw(data, fmt, entry.relpath, strings)
+    result = normalise(raw, contract, entry.relpath, None)
+    return FileRead(entry, result.rows, result.quarantine, raw.raw_rows,
+                    result.dropped_columns, raw.notes)
+
+
+def notes_by_file(reads: list[FileRead]) -> Mapping[str, tuple[str, ...]]:
+    """relpath -> reader remarks and dropped columns, for files that have any."""
+    out: dict[str, tuple[str, ...]] = {}
+    for read in reads:
+        remarks = read.notes + tuple(f"extra column dropped: {c}" for c in read.dropped_columns)
+        if remarks:
+            out[read.entry.relpath] = remarks
+    return out

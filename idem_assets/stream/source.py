@@ -1,0 +1,74 @@
+"""A stream source: an append-only landing folder, its row contract and its lake table schema."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from idem_assets.landing.contract import EVENTS, SourceContract
+
+STREAM_BATCH_COLUMN = "stream_batch"
+SOURCE_FILE_COLUMN = "source_file"
+# Lineage columns appended to the contract columns: which batch and file each row came from.
+LINEAGE_FIELDS = (
+    pa.field(STREAM_BATCH_COLUMN, pa.int64(), nullable=False),
+    pa.field(SOURCE_FILE_COLUMN, pa.string(), nullable=False),
+)
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """One stream. Its name is the landing folder, the table name and the Delta txn app id."""
+
+    contract: SourceContract
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.contract.name):
+            raise ValueError(
+                f"stream name {self.contract.name!r} must match {_NAME.pattern} "
+                "(it names a folder, a table and a checkpoint scope)"
+            )
+
+    @property
+    def name(self) -> str:
+        """The stream id."""
+        return self.contract.name
+
+    @property
+    def app_id(self) -> str:
+        """Delta ``txn`` app id of the stream's table commits."""
+        return self.name
+
+    @property
+    def quarantine_app_id(self) -> str:
+        """Delta ``txn`` app id of the stream's commits to the shared quarantine table."""
+        return f"{self.name}/quarantine"
+
+    @property
+    def scope(self) -> str:
+        """Checkpoint scope of the offset log: one tracker per batch."""
+        return f"stream/{self.name}/batches"
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The lake table schema: contract columns, then the lineage columns."""
+        fields = list(self.contract.schema)
+        fields.extend(LINEAGE_FIELDS)
+        return pa.schema(fields)
+
+    def folder(self, landing_dir: str | Path) -> Path:
+        """The landing folder new files arrive in."""
+        return Path(landing_dir) / self.name
+
+
+def stream_of(contract: SourceContract, name: str) -> StreamSource:
+    """A stream with ``contract``'s columns and rules under another name (no folder dates)."""
+    return StreamSource(dataclasses.replace(contract, name=name, daily=False, date_column=None))
+
+
+EVENTS_STREAM = stream_of(EVENTS, "events_stream")
