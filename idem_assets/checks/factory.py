@@ -6,24 +6,16 @@ from collections.abc import Sequence
 import dagster as dg
 import polars as pl
 
+from idem_assets.checks.conservation import conservation_check
+from idem_assets.checks.window import check_window
 from idem_assets.defs.lake_asset import LakeAssetDef
-from idem_assets.io_manager import Window, compare, prepare, target_table
+from idem_assets.io_manager import compare, prepare, target_table
 from idem_assets.lake import read_rows
-from idem_assets.partitions import partition_dates
 from idem_assets.resources import LakeResource
 
 RERUN_EQUALITY = "rerun_equality"
 UNIQUE_NATURAL_KEY = "unique_natural_key"
 _SAMPLE = 10
-
-
-def check_window(
-    context: dg.AssetCheckExecutionContext, partitions_def: dg.PartitionsDefinition | None
-) -> Window:
-    """The day range a check run covers (whole table when the asset is unpartitioned)."""
-    if partitions_def is None:
-        return Window()
-    return Window(*partition_dates(context))
 
 
 def rerun_equality_check(
@@ -112,4 +104,8 @@ def lake_asset_checks(
     checks = [rerun_equality_check(definition, partitions_def, blocking)]
     if definition.spec.natural_key:
         checks.append(unique_key_check(definition, partitions_def, blocking))
+    if definition.landing_source is not None:
+        checks.append(
+            conservation_check(definition, definition.landing_source, partitions_def, blocking)
+        )
     return checks

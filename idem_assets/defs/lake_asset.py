@@ -10,6 +10,7 @@ import dagster as dg
 import pyarrow as pa
 
 from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.landing.contract import SourceContract
 from idem_assets.resources import LakeResource
 
 LAKE_IO_MANAGER_KEY = "lake_io"
@@ -30,6 +31,8 @@ class LakeAssetDef:
     schema: pa.Schema
     compute: Compute
     column_descriptions: dict[str, str]
+    # The landing source the asset loads, if any (enables the conservation check).
+    landing_source: SourceContract | None = None
 
     @property
     def key(self) -> dg.AssetKey:

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from idem_assets.io_manager import Window
 from idem_assets.lake import OneOf, date_range, overwrite_slice
+from idem_assets.lake.predicates import Condition
 from idem_assets.landing.contract import SOURCES, SourceContract
 from idem_assets.landing.reader import QUARANTINE_SCHEMA, LandingBatch, read_days, read_snapshot
 from idem_assets.resources import LakeResource
@@ -28,18 +29,23 @@ def read_landing(lake: LakeResource, contract: SourceContract, window: Window) -
     return read_snapshot(lake.landing_path, contract)
 
 
+def quarantine_conditions(contract: SourceContract, window: Window) -> list[Condition]:
+    """The quarantine slice that belongs to a source and window."""
+    conditions: list[Condition] = [OneOf("source", contract.name, _SOURCE_NAMES)]
+    if contract.daily and window.partitioned:
+        assert window.start is not None and window.end is not None
+        conditions.append(date_range("partition_date", window.start, window.end))
+    return conditions
+
+
 def write_quarantine(
     lake: LakeResource, contract: SourceContract, batch: LandingBatch, window: Window
 ) -> int:
     """Replace this source's quarantine rows for the window; returns the table version."""
-    conditions: list[Any] = [OneOf("source", contract.name, _SOURCE_NAMES)]
-    if contract.daily and window.partitioned:
-        assert window.start is not None and window.end is not None
-        conditions.append(date_range("partition_date", window.start, window.end))
     result = overwrite_slice(
         lake.table(QUARANTINE_TABLE),
         batch.quarantine,
-        conditions,
+        quarantine_conditions(contract, window),
         partition_by=["source", "partition_date"],
         schema=QUARANTINE_SCHEMA,
         commit_metadata={"idem.asset": QUARANTINE_TABLE, "idem.source": contract.name},

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import pyarrow as pa
+from idem_assets.spark.landing import SparkLandingBatch, read_landing_spark
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 
 from idem_assets.lake.dedupe import survivor_order
 from idem_assets.lake.fingerprint import Fingerprint, row_hashes
-from idem_assets.spark.landing import SparkLandingBatch, read_landing_spark
 from idem_assets.spark.schema import col
 
 __all__ = [

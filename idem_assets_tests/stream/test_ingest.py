@@ -83,8 +83,7 @@ def test_a_holder_whose_lease_ran_out_never_applies_its_batch_twice(world: Strea
                 time.sleep(0.6)
                 taken_over.append(fast.run())
 
-        slow = world.ingester(slow_store, max_files_per_batch=2, lease_seconds=0.5)
-        slow._observer = stall
+        slow = world.ingester(slow_store, stall, max_files_per_batch=2, lease_seconds=0.5)
         outcome = slow.ingest_next()
     assert isinstance(outcome, Busy) and "lost batch 0" in outcome.reason
     report = taken_over[0]

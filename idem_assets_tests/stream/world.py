@@ -15,6 +15,7 @@ from idem_assets.lake import Fingerprint, LakeTable, committed_version, fingerpr
 from idem_assets.stream import (
     EVENTS_STREAM,
     GeneratedFile,
+    Observer,
     StreamIngester,
     StreamSettings,
     append_stream_files,
@@ -51,10 +52,11 @@ class StreamWorld:
         """A new connection to the world's checkpoint store."""
         return open_store(self.url)
 
-    def ingester(self, store: CheckpointStore, **settings: Any) -> StreamIngester:
+    def ingester(self, store: CheckpointStore, observer: Observer | None = None,
+                 **settings: Any) -> StreamIngester:
         """An ingester over this world with the given settings."""
         return StreamIngester(store, EVENTS_STREAM, self.landing, self.table, self.quarantine,
-                              settings=StreamSettings(**settings))
+                              settings=StreamSettings(**settings), observer=observer)
 
     def keys(self) -> list[Key]:
         """(event_id, ingested_at) of every row in the table, duplicates kept."""

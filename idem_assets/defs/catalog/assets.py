@@ -25,6 +25,7 @@ CATALOG_TABLE = LakeAssetDef(
         "product_id": "Natural key; one row per product.",
         "price": "List price, decimal(18,2).",
     },
+    landing_source=PRODUCT_CATALOG,
 )
 
 

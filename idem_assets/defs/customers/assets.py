@@ -32,6 +32,7 @@ CUSTOMERS_TABLE = LakeAssetDef(
         "segment": "consumer, smb or enterprise.",
         "updated_at": "Version: a change only lands if it is newer than the stored row.",
     },
+    landing_source=CUSTOMERS,
 )
 
 

@@ -42,6 +42,7 @@ EVENTS_TABLE = LakeAssetDef(
         "ingested_at": "Version: a re-delivery on a later day replaces the stored row.",
         "event_date": "UTC day of event_time; Delta partition column used to prune the MERGE.",
     },
+    landing_source=EVENTS,
 )
 
 

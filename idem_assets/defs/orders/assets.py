@@ -34,6 +34,7 @@ ORDERS_TABLE = LakeAssetDef(
         "order_date": "Delta partition column and Dagster daily partition.",
         "updated_at": "Version: the newest updated_at of an order wins.",
     },
+    landing_source=ORDERS,
 )
 
 

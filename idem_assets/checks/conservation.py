@@ -1,0 +1,80 @@
+"""Conservation: every raw landing row is loaded, dropped as a duplicate, or quarantined."""
+
+import dagster as dg
+import pyarrow.compute as pc
+
+from idem_assets.checks.window import check_window
+from idem_assets.defs.lake_asset import LakeAssetDef
+from idem_assets.defs.landing_io import QUARANTINE_TABLE, quarantine_conditions, read_landing
+from idem_assets.io_manager import PreparedBatch, Window, prepare, target_table
+from idem_assets.io_manager.strategies import slice_conditions
+from idem_assets.lake import read_rows
+from idem_assets.landing.contract import SourceContract
+from idem_assets.resources import LakeResource
+
+CONSERVATION = "conservation"
+
+
+def loaded_rows(definition: LakeAssetDef, lake: LakeResource, window: Window,
+                deduplicated: PreparedBatch) -> int:
+    """Rows of the deduplicated batch that the table holds (or holds a newer version of)."""
+    spec = definition.spec
+    table = target_table(lake, spec, definition.key).open()
+    if table is None:
+        return 0
+    if spec.strategy == "merge":
+        key = spec.natural_key[0]
+        keys = deduplicated.rows.column(key).combine_chunks()
+        found = read_rows(table, ranges=slice_conditions(spec, window, deduplicated),
+                          extra_filter=pc.field(key).isin(keys), columns=[key])
+        return len(set(found.column(key).to_pylist()))
+    ranges = slice_conditions(spec, window, deduplicated)
+    return read_rows(table, ranges=ranges, columns=list(spec.natural_key) or None).num_rows
+
+
+def conservation_check(
+    definition: LakeAssetDef,
+    contract: SourceContract,
+    partitions_def: dg.PartitionsDefinition | None,
+    blocking: bool = False,
+) -> dg.AssetChecksDefinition:
+    """raw rows == loaded + duplicates dropped + quarantined, from the stored tables."""
+
+    @dg.asset_check(
+        asset=definition.key,
+        name=CONSERVATION,
+        blocking=blocking,
+        partitions_def=partitions_def,
+        description="Every raw landing row of the partition is accounted for: loaded into the "
+        "table, dropped as a duplicate of a newer row, or stored in quarantine with a reason.",
+    )
+    def _conservation(
+        context: dg.AssetCheckExecutionContext, lake: LakeResource
+    ) -> dg.AssetCheckResult:
+        window = check_window(context, partitions_def)
+        batch = read_landing(lake, contract, window)
+        deduplicated = prepare(definition.spec, definition.compute(lake, window),
+                               definition.schema)
+        loaded = loaded_rows(definition, lake, window, deduplicated)
+        quarantine = lake.table(QUARANTINE_TABLE).open()
+        filters = quarantine_conditions(contract, window)
+        quarantined = 0 if quarantine is None else read_rows(
+            quarantine, ranges=filters, columns=["row_number"]).num_rows
+        duplicates = deduplicated.duplicates_dropped
+        unaccounted = batch.raw_rows - (loaded + duplicates + quarantined)
+        passed = unaccounted == 0 and loaded == deduplicated.rows.num_rows
+        return dg.AssetCheckResult(
+            passed=passed,
+            metadata={
+                "partition_range": window.label(),
+                "raw_rows": batch.raw_rows,
+                "loaded": loaded,
+                "duplicates_dropped": duplicates,
+                "quarantined": quarantined,
+                "unaccounted": unaccounted,
+                "expected_loaded": deduplicated.rows.num_rows,
+            },
+        )
+
+    return _conservation
+
