@@ -5,7 +5,7 @@ lake, store url), the settings, an `events` file where every step the ingester p
 appended as a JSON line, and optionally `kill`: {"step", "seq", "index"?}. At that step the
 process SIGKILLs itself: the kill comes from this test-only observer, not from any hook in
 the library. With `drain`, it waits for `go_file` (if given), then runs until nothing is
-left, waiting out other ingesters' leases.
+left, waiting out other ingesters' leases and pausing `pause_seconds` after each run.
 """
 
 from __future__ import annotations
@@ -82,7 +82,10 @@ def main(spec: dict[str, Any]) -> None:
                 return
             if report.stopped == "busy":
                 observe(StreamStep("busy", -1, {"detail": report.detail}))
-                time.sleep(0.05)
+                time.sleep(0.02)
+            else:
+                # Room for the other ingester to take the next batch, so both do real work.
+                time.sleep(spec.get("pause_seconds", 0))
         raise SystemExit("driver: the stream did not drain before the deadline")
 
 

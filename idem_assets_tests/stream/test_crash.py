@@ -114,7 +114,8 @@ def test_two_ingester_processes_share_a_stream_without_duplicates(
     go = tmp_path / "go"
     logs = [tmp_path / f"events-{n}.jsonl" for n in range(2)]
     children = [spawn(driver_spec(world, log, f"ingester-{n}", drain=True, go_file=str(go),
-                                  max_batches=1, lease_seconds=10, deadline_seconds=90))
+                                  max_batches=1, lease_seconds=10, deadline_seconds=90,
+                                  pause_seconds=0.1))
                 for n, log in enumerate(logs)]
     time.sleep(1.0)  # both have imported and opened the store by now
     go.touch()
@@ -124,6 +125,7 @@ def test_two_ingester_processes_share_a_stream_without_duplicates(
     batches = stream_files // MAX_FILES
     committed = [(e["owner"], e["seq"]) for e in seen if e["step"] == "committed"]
     assert sorted(seq for _, seq in committed) == list(range(batches))  # one writer per batch
+    assert {owner for owner, _ in committed} == {"ingester-0", "ingester-1"}
     succeeded = sorted(e["seq"] for e in seen if e["step"] == "succeeded")
     assert succeeded == list(range(batches))
     keys = world.keys()
