@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.landing.contract import SourceContract
+from idem_assets.partitions import DAILY_PARTITIONS, SINGLE_RUN_BACKFILL
 from idem_assets.resources import LakeResource
 
 LAKE_IO_MANAGER_KEY = "lake_io"
@@ -57,3 +58,25 @@ class LakeAssetDef:
             "dagster/column_schema": dg.TableSchema(columns=columns),
             "dagster/table_name": self.name,
         }
+
+
+def lake_asset(
+    definition: LakeAssetDef, *, description: str, daily: bool = True, **kwargs: Any
+) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+    """``@dg.asset`` for a lake table: written by the IO manager, daily unless told otherwise.
+
+    Daily assets get the shared partitions and a single-run backfill policy, so a
+    backfill range is one run and one Delta commit per table.
+    """
+    return dg.asset(
+        name=definition.name,
+        partitions_def=DAILY_PARTITIONS if daily else None,
+        backfill_policy=SINGLE_RUN_BACKFILL if daily else None,
+        io_manager_key=LAKE_IO_MANAGER_KEY,
+        metadata=definition.metadata(),
+        group_name="lake",
+        owners=OWNERS,
+        kinds=KINDS,
+        description=description,
+        **kwargs,
+    )

@@ -4,7 +4,7 @@
 import dagster as dg
 import pyarrow as pa
 
-from idem_assets.defs.lake_asset import KINDS, LAKE_IO_MANAGER_KEY, OWNERS, LakeAssetDef
+from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
 from idem_assets.defs.landing_io import load_landing, read_landing
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.landing.contract import PRODUCT_CATALOG
@@ -29,13 +29,9 @@ CATALOG_TABLE = LakeAssetDef(
 )
 
 
-@dg.asset(
-    name=CATALOG_TABLE.name,
-    io_manager_key=LAKE_IO_MANAGER_KEY,
-    metadata=CATALOG_TABLE.metadata(),
-    group_name="lake",
-    owners=OWNERS,
-    kinds=KINDS,
+@lake_asset(
+    CATALOG_TABLE,
+    daily=False,
     description=(
         "The newest product catalog snapshot, replacing the whole table in one Delta commit "
         "(TRUNCATE + INSERT done atomically): readers see the old or the new catalog, never an "

@@ -4,11 +4,11 @@
 import dagster as dg
 import pyarrow as pa
 
-from idem_assets.defs.lake_asset import KINDS, LAKE_IO_MANAGER_KEY, OWNERS, LakeAssetDef
+from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
 from idem_assets.defs.landing_io import load_landing, read_landing
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.landing.contract import CUSTOMERS
-from idem_assets.partitions import DAILY_PARTITIONS, SINGLE_RUN_BACKFILL, partition_dates
+from idem_assets.partitions import partition_dates
 from idem_assets.resources import LakeResource
 
 
@@ -36,15 +36,8 @@ CUSTOMERS_TABLE = LakeAssetDef(
 )
 
 
-@dg.asset(
-    name=CUSTOMERS_TABLE.name,
-    partitions_def=DAILY_PARTITIONS,
-    backfill_policy=SINGLE_RUN_BACKFILL,
-    io_manager_key=LAKE_IO_MANAGER_KEY,
-    metadata=CUSTOMERS_TABLE.metadata(),
-    group_name="lake",
-    owners=OWNERS,
-    kinds=KINDS,
+@lake_asset(
+    CUSTOMERS_TABLE,
     description=(
         "Customer change sets merged on customer_id (MERGE). The newest updated_at wins, so a "
         "late-arriving older change never overwrites a newer one, and days can be loaded or "

@@ -5,11 +5,11 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from idem_assets.defs.lake_asset import KINDS, LAKE_IO_MANAGER_KEY, OWNERS, LakeAssetDef
+from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
 from idem_assets.defs.landing_io import load_landing, read_landing
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.landing.contract import EVENTS
-from idem_assets.partitions import DAILY_PARTITIONS, SINGLE_RUN_BACKFILL, partition_dates
+from idem_assets.partitions import partition_dates
 from idem_assets.resources import LakeResource
 
 EVENTS_SCHEMA = EVENTS.schema.append(pa.field("event_date", pa.date32()))
@@ -46,15 +46,8 @@ EVENTS_TABLE = LakeAssetDef(
 )
 
 
-@dg.asset(
-    name=EVENTS_TABLE.name,
-    partitions_def=DAILY_PARTITIONS,
-    backfill_policy=SINGLE_RUN_BACKFILL,
-    io_manager_key=LAKE_IO_MANAGER_KEY,
-    metadata=EVENTS_TABLE.metadata(),
-    group_name="lake",
-    owners=OWNERS,
-    kinds=KINDS,
+@lake_asset(
+    EVENTS_TABLE,
     description=(
         "Events ingested on the day(s), merged on event_id: an event delivered again on a later "
         "day stays a single row, the newest ingested_at winning. The MERGE predicate carries the "

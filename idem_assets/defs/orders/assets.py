@@ -4,11 +4,11 @@
 import dagster as dg
 import pyarrow as pa
 
-from idem_assets.defs.lake_asset import KINDS, LAKE_IO_MANAGER_KEY, OWNERS, LakeAssetDef
+from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
 from idem_assets.defs.landing_io import load_landing, read_landing
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.landing.contract import ORDERS
-from idem_assets.partitions import DAILY_PARTITIONS, SINGLE_RUN_BACKFILL, partition_dates
+from idem_assets.partitions import partition_dates
 from idem_assets.resources import LakeResource
 
 
@@ -38,15 +38,8 @@ ORDERS_TABLE = LakeAssetDef(
 )
 
 
-@dg.asset(
-    name=ORDERS_TABLE.name,
-    partitions_def=DAILY_PARTITIONS,
-    backfill_policy=SINGLE_RUN_BACKFILL,
-    io_manager_key=LAKE_IO_MANAGER_KEY,
-    metadata=ORDERS_TABLE.metadata(),
-    group_name="lake",
-    owners=OWNERS,
-    kinds=KINDS,
+@lake_asset(
+    ORDERS_TABLE,
     description=(
         "Orders landed for the day(s), re-deliveries collapsed to the newest updated_at per "
         "order_id, written by replacing exactly the run's order_date partitions in one Delta "

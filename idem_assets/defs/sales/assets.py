@@ -7,12 +7,12 @@ import dagster as dg
 import polars as pl
 import pyarrow as pa
 
-from idem_assets.defs.lake_asset import KINDS, LAKE_IO_MANAGER_KEY, OWNERS, LakeAssetDef
+from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
 from idem_assets.defs.orders.assets import ORDERS_TABLE
 from idem_assets.io_manager import Window, WriteSpec, read, target_table
 from idem_assets.lake.frames import conform
 from idem_assets.landing.contract import MONEY
-from idem_assets.partitions import DAILY_PARTITIONS, SINGLE_RUN_BACKFILL, partition_dates
+from idem_assets.partitions import partition_dates
 from idem_assets.resources import LakeResource
 
 # Orders in these states earn nothing.
@@ -79,15 +79,8 @@ SALES_TABLE = LakeAssetDef(
 )
 
 
-@dg.asset(
-    name=SALES_TABLE.name,
-    partitions_def=DAILY_PARTITIONS,
-    backfill_policy=SINGLE_RUN_BACKFILL,
-    io_manager_key=LAKE_IO_MANAGER_KEY,
-    metadata=SALES_TABLE.metadata(),
-    group_name="lake",
-    owners=OWNERS,
-    kinds=KINDS,
+@lake_asset(
+    SALES_TABLE,
     ins={"orders": dg.AssetIn(key=ORDERS_TABLE.key)},
     description=(
         "Revenue and order counts per day, recomputed from the orders partition and written by "

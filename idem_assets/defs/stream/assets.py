@@ -97,7 +97,7 @@ def events_stream(context: dg.AssetExecutionContext, config: StreamRunConfig, la
     table = lake.table(STREAM.name)
     with checkpoint.open() as store:
         ingester = StreamIngester(store, STREAM, lake.landing_path, table,
-                                  lake.table(QUARANTINE_TABLE), owner=f"run:{context.run_id}",
+                                  lake.table(QUARANTINE_TABLE), owner=f"run:{context.run.run_id}",
                                   settings=config.settings(), observer=_logger(context))
         report = ingester.run()
     if report.stopped == "busy":
