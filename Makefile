@@ -18,7 +18,10 @@ SAMPLE_START ?= 2024-03-01
 SAMPLE_DAYS ?= 14
 SAMPLE_SEED ?= 7
 
-.PHONY: install run demo test sample-data dagster-home lint clean
+# Debian's own Chromium drives the browser tests (never a downloaded browser).
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: install run demo test sample-data dagster-home lint clean browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +30,16 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# Installed once through apt (as root in CI, else through sudo); silent when present.
+$(CHROMIUM):
+	@echo "installing Debian chromium for the browser tests"
+	@if [ "$$(id -u)" -eq 0 ]; then sudo=; else sudo=sudo; fi; \
+	$$sudo apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
+		chromium >/dev/null
+
+browser: $(CHROMIUM)
 
 dagster-home:
 	@mkdir -p $(DAGSTER_HOME)
@@ -52,7 +65,7 @@ demo: install dagster-home sample-data
 	$(PY) -m idem_assets.demo --start $(SAMPLE_START) --days $(SAMPLE_DAYS)
 
 ## Create/install everything and run the whole test suite.
-test: install
+test: install browser
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: install

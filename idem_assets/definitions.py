@@ -23,17 +23,23 @@ from idem_assets.defs.orders.checks import ORDERS_CHECKS
 from idem_assets.defs.resources import default_resources
 from idem_assets.defs.sales.assets import daily_sales
 from idem_assets.defs.sales.checks import SALES_CHECKS
+from idem_assets.defs.stream.assets import events_stream
+from idem_assets.defs.stream.checks import STREAM_CHECKS
+from idem_assets.defs.stream.jobs import events_stream_job
+from idem_assets.defs.stream.sensors import events_stream_sensor
 
 
 def build_definitions(resources: dict[str, object]) -> dg.Definitions:
     """Every domain's definitions bound to ``resources``."""
     return dg.Definitions(
-        assets=[orders, customers, events, product_catalog, daily_sales, notifications],
+        assets=[orders, customers, events, product_catalog, daily_sales, notifications,
+                events_stream],
         asset_checks=[*ORDERS_CHECKS, *CUSTOMERS_CHECKS, *EVENTS_CHECKS, *CATALOG_CHECKS,
-                      *SALES_CHECKS, *NOTIFICATION_CHECKS],
-        jobs=[daily_lake_job, catalog_job, notifications_job, notifications_redrive_job],
+                      *SALES_CHECKS, *NOTIFICATION_CHECKS, *STREAM_CHECKS],
+        jobs=[daily_lake_job, catalog_job, notifications_job, notifications_redrive_job,
+              events_stream_job],
         schedules=[daily_lake_schedule],
-        sensors=[landing_sensor, catalog_sensor, notification_retry_sensor],
+        sensors=[landing_sensor, catalog_sensor, notification_retry_sensor, events_stream_sensor],
         resources=resources,
     )
 

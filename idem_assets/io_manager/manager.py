@@ -7,6 +7,7 @@ import dagster as dg
 import polars as pl
 from pydantic import Field
 
+from idem_assets.faults import crash_point
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.strategies import (
     PreparedBatch,
@@ -99,6 +100,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                        if item.committed_version is not None else "it never committed")
                 )
             claim = log.begin({"fingerprint": str(batch_fp), "window": window.label()})
+            crash_point(f"lake.before_write/{asset}")
             conditions = slice_conditions(spec, window, batch)
             try:
                 with lease_heartbeat(self.checkpoint.resolved_url, claim,
@@ -117,6 +119,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             except BaseException as error:
                 log.fail(claim, error)
                 raise
+            crash_point(f"lake.after_commit/{asset}")
             # Sign the slice as of our own version: a later writer's files must not be
             # credited with our fingerprint.
             files = files_signature(target.open(result.version), conditions)

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
+from idem_assets.faults import crash_point
 from idem_assets.lake.dedupe import dedupe_newest, survivors
 from idem_assets.lake.fingerprint import fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
@@ -154,6 +155,7 @@ def merge_upsert(
         if plan.changes == 0:
             return WriteResult(STRATEGY, target.uri, table.version(), False, 0, batch_fp,
                                attempts=number + 1, details=extra)
+        crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
         metrics = _execute(table, plan, key, version_column, prune_columns, metadata)
         return WriteResult(
             STRATEGY,

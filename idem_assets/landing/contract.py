@@ -106,6 +106,7 @@ EVENTS = SourceContract(
     version_column="ingested_at",
     # The folder date is the ingest day; event_time may be earlier (late events).
     date_column=None,
+    allowed_values={"event_type": EVENT_TYPES},
 )
 
 PRODUCT_CATALOG = SourceContract(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from idem_assets.checkpoint import CheckpointStore, LeaseLost, Status
+from idem_assets.faults import crash_point
 from idem_assets.notify.client import DeliveryError, DeliveryResult
 
 
@@ -81,6 +82,7 @@ def drain(
         if not claims:
             break
         for claim in claims:
+            crash_point("outbox.before_send")
             payload = claim.payload or {}
             try:
                 result = sender.send(str(payload["key"]), dict(payload["payload"]))
@@ -90,6 +92,7 @@ def drain(
                                       "http_status": error.http_status, "error": error.message,
                                       "attempt": claim.attempts})
                 continue
+            crash_point("outbox.sent_unsettled")
             try:
                 store.succeed(claim, {"status": result.status, "http_status": result.http_status,
                                       "response": result.body})

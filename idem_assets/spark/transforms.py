@@ -14,6 +14,7 @@ import pyarrow as pa
 from idem_assets.spark.landing import SparkLandingBatch, read_landing_spark
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.functions import arrow_udf
 
 from idem_assets.lake.dedupe import survivor_order
@@ -104,7 +105,11 @@ def dedupe_newest_spark(
     return SparkDedupe(survivors, int(stats["dropped"] or 0), int(stats["conflicts"] or 0))
 
 
-@arrow_udf("struct<a_low:long,a_high:long,b_low:long,b_high:long>")
+_HASH_PARTS = T.StructType(
+    [T.StructField(name, T.LongType()) for name in ("a_low", "a_high", "b_low", "b_high")])
+
+
+@arrow_udf(_HASH_PARTS)
 def _row_hash_parts(rows: pa.Array) -> pa.Array:
     """Per-row fingerprint hashes, split in 32-bit halves so Spark can sum them exactly."""
     import numpy as np

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -15,7 +14,7 @@ from idem_assets.lake import Fingerprint, LakeTable, fingerprint
 from idem_assets.lake.frames import conform
 from idem_assets.lake.tables import commit_properties, is_conflict
 from idem_assets.landing.reader import QUARANTINE_SCHEMA
-from idem_assets.stream.files import FileRead, notes_by_file, read_offset_file
+from idem_assets.stream.files import FileRead
 from idem_assets.stream.offsets import BatchPlan
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
 
@@ -41,7 +40,6 @@ class BuiltBatch:
     quarantine: pa.Table  # QUARANTINE_SCHEMA
     raw_rows: int
     fingerprint: Fingerprint
-    notes: Mapping[str, tuple[str, ...]]
 
     def __post_init__(self) -> None:
         if self.raw_rows != self.rows.num_rows + self.quarantine.num_rows:
@@ -67,14 +65,7 @@ def build_batch(source: StreamSource, plan: BatchPlan, reads: Sequence[FileRead]
     rows = pa.concat_tables(parts).combine_chunks()
     quarantine = pa.concat_tables([QUARANTINE_SCHEMA.empty_table(),
                                    *(r.quarantine for r in reads)]).combine_chunks()
-    return BuiltBatch(plan, rows, quarantine, sum(r.raw_rows for r in reads),
-                      fingerprint(rows), notes_by_file(list(reads)))
-
-
-def read_batch(landing_dir: str | Path, source: StreamSource, plan: BatchPlan) -> BuiltBatch:
-    """Read and build a whole batch at once (no per-file progress)."""
-    reads = [read_offset_file(landing_dir, source, entry, plan.seq) for entry in plan.files]
-    return build_batch(source, plan, reads)
+    return BuiltBatch(plan, rows, quarantine, sum(r.raw_rows for r in reads), fingerprint(rows))
 
 
 def batch_metadata(source: StreamSource, built: BuiltBatch) -> dict[str, Any]:

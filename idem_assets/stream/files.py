@@ -8,7 +8,7 @@ against the sha256 the offset log recorded.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,11 +120,11 @@ def read_offset_file(landing_dir: str | Path, source: StreamSource, entry: Offse
                     result.dropped_columns, raw.notes)
 
 
-def notes_by_file(reads: list[FileRead]) -> Mapping[str, tuple[str, ...]]:
+def notes_by_file(reads: Sequence[FileRead]) -> Mapping[str, list[str]]:
     """relpath -> reader remarks and dropped columns, for files that have any."""
-    out: dict[str, tuple[str, ...]] = {}
+    out: dict[str, list[str]] = {}
     for read in reads:
-        remarks = read.notes + tuple(f"extra column dropped: {c}" for c in read.dropped_columns)
+        remarks = [*read.notes, *(f"extra column dropped: {c}" for c in read.dropped_columns)]
         if remarks:
             out[read.entry.relpath] = remarks
     return out

@@ -32,7 +32,7 @@ from idem_assets.stream.batch import (
     find_batch_commit,
 )
 from idem_assets.stream.errors import StreamBlocked, StreamStateError
-from idem_assets.stream.files import read_offset_file
+from idem_assets.stream.files import notes_by_file, read_offset_file
 from idem_assets.stream.offsets import DONE, BatchPlan, OffsetLog, record_id
 from idem_assets.stream.report import (
     BatchOutcome,
@@ -165,7 +165,7 @@ class StreamIngester:
         built = build_batch(self.source, plan, reads)
         self._observe("built", plan.seq, fingerprint=str(built.fingerprint),
                       signature=plan.signature, rows=built.rows.num_rows,
-                      quarantined=built.quarantine.num_rows)
+                      quarantined=built.quarantine.num_rows, notes=notes_by_file(reads))
         return claim, built
 
     def _reconcile(self, claim: Claim, plan: BatchPlan, built: BuiltBatch | None) -> BatchOutcome:
@@ -261,6 +261,9 @@ class StreamIngester:
             return None
         if tracker.status in (Status.FAILED, Status.EXHAUSTED):
             raise StreamBlocked(blocked_message(self.source, seq, tracker))
+        if tracker.status is Status.PENDING:
+            return Busy(f"batch {seq} is not due before {_when(tracker.next_attempt_at)} "
+                        "(are the ingesters' clocks in sync?)")
         return Busy(f"batch {seq} is held by {tracker.lease_owner} until "
                     f"{_when(tracker.lease_expires_at)}")
 

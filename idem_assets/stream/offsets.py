@@ -66,8 +66,10 @@ class BatchPlan:
         seq = data.get("seq")
         if not isinstance(seq, int) or record_id(seq) != tracker.record_id:
             raise StreamStateError(f"{where}: payload seq {seq!r} does not match the record id")
-        plan = cls(seq, tuple(OffsetFile.from_json(v, where) for v in data["files"]),
-                   data.get("replaces"))
+        replaces = data.get("replaces")
+        if replaces is not None and not isinstance(replaces, int):
+            raise StreamStateError(f"{where}: replaces {replaces!r} is not a batch number")
+        plan = cls(seq, tuple(OffsetFile.from_json(v, where) for v in data["files"]), replaces)
         if data.get("signature") != plan.signature:
             raise StreamStateError(f"{where}: stored signature does not match its files")
         return plan

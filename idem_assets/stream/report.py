@@ -39,9 +39,9 @@ class StreamSettings:
 
 @dataclass(frozen=True)
 class StreamStep:
-    """A point the ingester passed (head, claimed, file_read, built, committed, quarantined,
-    succeeded), for progress logs; ``detail`` holds small JSON-friendly facts."""
+    """A point the ingester passed, for progress logs; ``detail`` holds small JSON-ready facts."""
 
+    # head, claimed, file_read, built, committed, quarantined, succeeded
     step: str
     seq: int
     detail: Mapping[str, Any] = field(default_factory=dict)

@@ -73,10 +73,10 @@ def test_an_unreadable_file_blocks_later_batches_until_set_aside(world: StreamWo
         with pytest.raises(LandingFileError, match=r"events-000002\.parquet"):
             ingester.run()  # retried at once: still broken, and batch 2 still waits
         assert world.txn_version() == 0
-        assert {f["seq"] for f in [t.payload for t in store.list(EVENTS_STREAM.scope)]} == {0, 1}
+        assert [t.payload["seq"] for t in store.list(EVENTS_STREAM.scope)] == [0, 1]
         with pytest.raises(StreamError, match="only the oldest unfinished batch"):
-            set_aside_files(store, EVENTS_STREAM, world.table, 0, ["events_stream/events-000000.jsonl"],
-                            "wrong batch")
+            set_aside_files(store, EVENTS_STREAM, world.table, 0,
+                            ["events_stream/events-000000.jsonl"], "wrong batch")
         replacement = set_aside_files(store, EVENTS_STREAM, world.table, 1,
                                       ["events_stream/events-000002.parquet"],
                                       "corrupt at the producer; re-landed as a new file")

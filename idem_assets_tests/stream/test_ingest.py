@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
 import pytest
 
 from idem_assets.checkpoint import Status
+from idem_assets.defs.landing_io import read_landing, write_quarantine
+from idem_assets.io_manager import Window
+from idem_assets.landing import EVENTS, PRODUCT_CATALOG
+from idem_assets.resources import LakeResource
 from idem_assets.stream import EVENTS_STREAM, Busy, OffsetLog, StreamStateError, StreamStep
 from idem_assets.stream.files import hash_file
 from idem_assets_tests.stream.world import StreamWorld, expected_keys, expected_quarantine
@@ -51,6 +56,12 @@ def test_every_raw_row_is_accounted_for_per_batch(world: StreamWorld) -> None:
         assert str(world.batch_fingerprint(outcome.seq)) == result["fingerprint"]
         assert world.batch_fingerprint(outcome.seq).rows == result["rows"]
     assert sum(r["quarantined"] for r in by_batch.values()) == len(world.quarantined()) == 2
+    # A stream's quarantine slice is keyed by its files: each row names a file of the batch
+    # that counted it.
+    files_of = {t.payload["seq"]: {f[0] for f in t.payload["files"]} for t in world.trackers()}
+    for source_file, _ in world.quarantined():
+        owners = [seq for seq, names in files_of.items() if source_file in names]
+        assert len(owners) == 1 and by_batch[f"{owners[0]:012d}"]["quarantined"] >= 1
 
 
 def test_offsets_are_fixed_in_file_order_with_their_sha256_before_any_write(
@@ -121,3 +132,21 @@ def test_a_reset_store_cannot_claim_the_table_holds_other_files(tmp_path,
         report = again.ingester(store, max_files_per_batch=2).run()
     assert [(o.seq, o.status) for o in report.outcomes] == [(0, "reconciled"), (1, "reconciled")]
     assert world.batch_commits() == {0: 1, 1: 1}
+
+
+def test_stream_quarantine_rows_survive_the_daily_quarantine_writers(
+        sqlite_world: StreamWorld) -> None:
+    world = sqlite_world
+    world.append(4)
+    with world.store() as store:
+        world.ingester(store).run()
+    stream_rows = world.quarantined()
+    assert len(stream_rows) == 1
+    lake = LakeResource(landing_dir=str(world.landing), lake_dir=str(world.lake))
+    for contract, window in ((EVENTS, Window(dt.date(2024, 3, 1), dt.date(2024, 3, 8))),
+                             (PRODUCT_CATALOG, Window())):
+        batch = read_landing(lake, contract, window)  # nothing landed: an empty slice
+        write_quarantine(lake, contract, batch, window)
+    assert world.quarantined() == stream_rows
+    table = world.quarantine.open()
+    assert table.metadata().partition_columns == ["source", "partition_date"]

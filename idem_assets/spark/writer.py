@@ -1,0 +1,194 @@
+"""Scale-out writes: executors write Parquet into the table, delta-rs commits them at once.
+
+Each function mirrors a lake strategy (``overwrite_partitions``, ``merge_upsert``,
+``append_exactly_once``) and leaves a table with the same content fingerprint. The
+driver handles only file metadata and a few counts; see docs/spark.md for the protocol.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable, Transaction
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from idem_assets.lake.fingerprint import Fingerprint
+from idem_assets.lake.overwrite import PartitionMismatchError
+from idem_assets.lake.predicates import Range, date_range
+from idem_assets.lake.result import WriteResult
+from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
+from idem_assets.spark.commit import (
+    SPARK_ERRORS,
+    already_committed,
+    create_table,
+    discard_unless_committed,
+    properties_for,
+    require_plain_table,
+    skipped,
+    slice_fingerprint,
+)
+from idem_assets.spark.schema import col, conform_spark
+from idem_assets.spark.staging import StagedWrite, stage
+from idem_assets.spark.transforms import spark_fingerprint
+
+_OUTSIDE = "idem: row outside the overwritten range"
+
+
+def _inside(rng: Range) -> Column:
+    column = col(rng.column)
+    return column.isNotNull() & (column >= F.lit(rng.start)) & (column < F.lit(rng.end))
+
+
+def _refuse_outside(rows: DataFrame, rng: Range, error: BaseException | None) -> None:
+    """Raise PartitionMismatchError with the count and a sample if rows lie outside ``rng``."""
+    outside = rows.filter(~_inside(rng))
+    bad = outside.count()
+    if bad:
+        sample = [r[0] for r in outside.select(col(rng.column)).limit(5).collect()]
+        raise PartitionMismatchError(
+            f"{bad} row(s) have {rng.column} not in [{rng.start}, {rng.end}), e.g. {sample}; "
+            "nothing was written") from error
+
+
+def _stage_within(rows: DataFrame, target: LakeTable, schema: pa.Schema, rng: Range,
+                  cluster_by: Sequence[str]) -> StagedWrite:
+    """Stage ``rows``; a row outside ``rng`` fails the Spark job before it is written."""
+    checked = rows.withColumn(rng.column, F.when(_inside(rng), col(rng.column)).otherwise(
+        F.raise_error(F.concat(F.lit(f"{_OUTSIDE} {rng.column}="),
+                               col(rng.column).cast("string")))))
+    try:
+        return stage(checked, target, schema, rng.column, cluster_by)
+    except SPARK_ERRORS as error:
+        # The job failed: say why in our own terms if it was a row outside the range.
+        _refuse_outside(rows, rng, error)
+        raise
+
+
+def overwrite_partitions_spark(
+    target: LakeTable,
+    df: DataFrame,
+    partition_column: str,
+    start: dt.date,
+    end: dt.date,
+    *,
+    schema: pa.Schema,
+    commit_metadata: Mapping[str, Any] | None = None,
+    txn: Transaction | None = None,
+    cluster_by: Sequence[str] = (),
+    skip_unchanged: bool = True,
+) -> WriteResult:
+    """Make date partitions ``[start, end)`` hold exactly ``df``, in one Delta commit.
+
+    Executors write the files into the table location; a row outside the range fails
+    the write before any commit. If the slice already holds the same content (fingerprints
+    of the staged files and of the stored slice, both streamed in flat driver memory) the
+    staged files are deleted and nothing is committed. ``txn`` adds a Delta (app id,
+    version) and skips the write if that version is already committed.
+    """
+    rng = date_range(partition_column, start, end)
+    rows = conform_spark(df, schema)
+    table = target.open()
+    done = already_committed(table, txn)
+    if done is not None:
+        # A replay of a committed (app id, version): nothing is staged at all.
+        return skipped("overwrite", target, table, spark_fingerprint(rows), 1,
+                       {"txn_version": done})
+    staged = _stage_within(rows, target, schema, rng, cluster_by)
+    new_fp = staged.fingerprint(schema)
+    properties = properties_for(commit_metadata, new_fp, txn)
+    details = {"engine": "spark", "files_added": len(staged.files), "staging": staged.folder}
+
+    def attempt(number: int) -> WriteResult:
+        table = target.open()
+        if already_committed(table, txn) is not None or (
+                table is not None and skip_unchanged and _unchanged(table, rng, new_fp)):
+            staged.discard()
+            return skipped("overwrite", target, table, new_fp, number + 1, {})
+        if table is None:
+            create_table(target, staged, schema, properties)
+            version = 0
+        else:
+            require_plain_table(table, partition_column)
+            table.create_write_transaction(
+                staged.add_actions(), mode="overwrite", schema=table_schema(table),
+                partition_by=[partition_column],
+                partition_filters=[(partition_column, ">=", start.isoformat()),
+                                   (partition_column, "<", end.isoformat())],
+                commit_properties=properties)
+            version = table.version()
+        return WriteResult("overwrite", target.uri, version, True, staged.rows, new_fp,
+                           rows_inserted=staged.rows, attempts=number + 1, details=details)
+
+    try:
+        return with_commit_retries(attempt)
+    except BaseException:
+        discard_unless_committed(target, staged)
+        raise
+
+
+def _unchanged(table: DeltaTable, rng: Range, new_fp: Fingerprint) -> bool:
+    return slice_fingerprint(table, rng) == new_fp
+
+
+def append_spark(
+    target: LakeTable,
+    df: DataFrame,
+    app_id: str,
+    version: int,
+    *,
+    schema: pa.Schema,
+    partition_column: str | None = None,
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> WriteResult:
+    """Append ``df`` as batch ``version`` of ``app_id`` unless that version is committed.
+
+    ``transaction_version(app_id)`` is read on a fresh snapshot before staging and again
+    before committing; the commit carries the txn, so a replayed batch (a stream restarted
+    after a crash) is skipped. An empty batch still commits, so the txn advances past it.
+    """
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ValueError(f"txn version must be a non-negative int, got {version!r}")
+    if not app_id:
+        raise ValueError("app_id must not be empty")
+    txn = Transaction(app_id=app_id, version=version)
+    rows = conform_spark(df, schema)
+    table = target.open()
+    done = already_committed(table, txn)
+    if done is not None:
+        return skipped("append", target, table, spark_fingerprint(rows), 1,
+                       {"txn_version": done})
+    staged = stage(rows, target, schema, partition_column)
+    batch_fp = staged.fingerprint(schema)
+    properties = properties_for(commit_metadata, batch_fp, txn)
+
+    def attempt(number: int) -> WriteResult:
+        table = target.open()
+        committed = already_committed(table, txn)
+        if committed is not None:
+            staged.discard()
+            return skipped("append", target, table, batch_fp, number + 1,
+                           {"txn_version": committed})
+        if table is None:
+            create_table(target, staged, schema, properties)
+            new_version = 0
+        else:
+            require_plain_table(table, partition_column)
+            table.create_write_transaction(
+                staged.add_actions(), mode="append", schema=table_schema(table),
+                partition_by=[partition_column] if partition_column else None,
+                commit_properties=properties)
+            new_version = table.version()
+        return WriteResult("append", target.uri, new_version, True, staged.rows, batch_fp,
+                           rows_inserted=staged.rows, attempts=number + 1,
+                           details={"engine": "spark", "txn_version": version,
+                                    "files_added": len(staged.files)})
+
+    try:
+        return with_commit_retries(attempt)
+    except BaseException:
+        discard_unless_committed(target, staged)
+        raise

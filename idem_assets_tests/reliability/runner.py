@@ -1,0 +1,100 @@
+"""A materialization run in its own OS process, for the crash and concurrency suites.
+
+``python -m idem_assets_tests.reliability.runner '<json spec>'`` builds the real code
+location with resources pointing at the spec's landing, lake and checkpoint store, and
+executes one job per entry of ``runs`` (a partition key, or ``[first, last]`` for a
+single-run backfill of a range), one after the other. ``IDEM_CRASH_AT`` in the
+environment arms a crash point (``idem_assets.faults``); the notification token comes
+from ``IDEM_NOTIFY_TOKEN``, never from the command line. With ``go_file`` the process
+imports everything, touches ``ready_file`` and waits for ``go_file`` before its first
+run, so that several processes start their runs together. The outcome of every run is
+written as JSON to ``result``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from idem_assets.definitions import build_definitions
+from idem_assets.defs.lake_asset import LAKE_IO_MANAGER_KEY
+from idem_assets.io_manager import IdempotentDeltaIOManager
+from idem_assets.resources import (
+    NOTIFY_TOKEN_ENV,
+    CheckpointResource,
+    LakeResource,
+    NotificationResource,
+)
+from idem_assets_tests.harness import check_results, materialization_metadata
+
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
+def definitions(spec: dict[str, Any]) -> dg.Definitions:
+    """The code location wired to the spec's directories and store."""
+    lake = LakeResource(landing_dir=spec["landing"], lake_dir=spec["lake"])
+    checkpoint = CheckpointResource(url=spec["state_url"])
+    notifier = NotificationResource(
+        base_url=spec.get("notify_url", "http://127.0.0.1:9"),
+        token=dg.EnvVar(NOTIFY_TOKEN_ENV), max_retries=1, backoff_seconds=0.01)
+    io_manager = IdempotentDeltaIOManager(
+        lake=lake, checkpoint=checkpoint,
+        write_lease_seconds=float(spec.get("write_lease_seconds", 60.0)))
+    return build_definitions({"lake": lake, "checkpoint": checkpoint, "notifier": notifier,
+                              LAKE_IO_MANAGER_KEY: io_manager})
+
+
+def failures(result: dg.ExecuteInProcessResult) -> list[str]:
+    """The error message of every failed step (empty for a successful run)."""
+    messages = []
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.error is not None:
+            messages.append(f"{event.step_key}: {event.step_failure_data.error.message.strip()}")
+    return messages
+
+
+def execute(defs: dg.Definitions, spec: dict[str, Any], run: str | list[str],
+            run_id: str | None) -> dict[str, Any]:
+    """Execute the spec's job for one partition or one range; summarise the outcome."""
+    job = defs.resolve_job_def(spec["job"])
+    selection = [dg.AssetKey(a) for a in spec["assets"]] if spec.get("assets") else None
+    kwargs: dict[str, Any] = {"partition_key": run} if isinstance(run, str) else {
+        "tags": {RANGE_START_TAG: run[0], RANGE_END_TAG: run[1]}}
+    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(),
+                                    run_config=spec.get("run_config"), asset_selection=selection,
+                                    raise_on_error=False, run_id=run_id, **kwargs)
+    return {
+        "run": run,
+        "run_id": result.run_id,
+        "success": result.success,
+        "assets": materialization_metadata(result),
+        "checks": {f"{asset}:{check}": passed
+                   for (asset, check), passed in check_results(result).items()},
+        "errors": failures(result),
+    }
+
+
+def main(spec: dict[str, Any]) -> None:
+    """Run the spec's runs in order and write their outcomes to ``spec['result']``."""
+    defs = definitions(spec)
+    if spec.get("go_file"):
+        Path(spec["ready_file"]).touch()
+        while not Path(spec["go_file"]).exists():
+            time.sleep(0.005)
+    run_ids = spec.get("run_ids") or [None] * len(spec["runs"])
+    outcomes = [execute(defs, spec, run, run_id)
+                for run, run_id in zip(spec["runs"], run_ids, strict=True)]
+    partial = Path(f"{spec['result']}.partial")
+    partial.write_text(json.dumps({"pid": os.getpid(), "runs": outcomes}, default=str))
+    partial.replace(spec["result"])
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
