@@ -18,7 +18,7 @@ from idem_assets.io_manager.strategies import (
     write,
 )
 from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat, window_id
-from idem_assets.lake import LakeTable, WriteResult, files_signature, fingerprint
+from idem_assets.lake import LakeTable, WriteResult, files_signature
 from idem_assets.partitions import window_dates
 from idem_assets.resources import CheckpointResource, LakeResource
 
@@ -87,7 +87,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         window = output_window(context)
         started = time.perf_counter()
         batch = prepare(spec, obj)
-        batch_fp = fingerprint(batch.rows)
+        batch_fp = batch.fingerprint
         asset = context.asset_key.to_user_string()
         with self.checkpoint.open() as store:
             log = LakeWriteLog(store, asset, window_id(window.start, window.end),

@@ -12,6 +12,7 @@ import pyarrow as pa
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.tracking import SettledWrite
 from idem_assets.lake import (
+    DedupeResult,
     Fingerprint,
     LakeTable,
     WriteResult,
@@ -56,6 +57,12 @@ class PreparedBatch:
     input_rows: int
     duplicates_dropped: int
     conflicting_keys: int
+    # Computed once here; every later step (no-op proof, write, tracking) reuses it.
+    fingerprint: Fingerprint
+
+    def dedupe_result(self) -> DedupeResult:
+        """The deduplication outcome, for strategies that would otherwise redo it."""
+        return DedupeResult(self.rows, self.duplicates_dropped, self.conflicting_keys)
 
 
 @dataclass(frozen=True)
@@ -75,11 +82,12 @@ def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -
     if schema is not None:
         rows = conform(rows, schema)
     if not spec.dedupe or not spec.natural_key:
-        return PreparedBatch(rows, rows.num_rows, 0, 0)
+        return PreparedBatch(rows, rows.num_rows, 0, 0, fingerprint(rows))
     sort_by = [c for c in (spec.partition_column, *spec.prune_columns) if c]
     result = dedupe_newest(rows, spec.natural_key, spec.version_column, sort_by=sort_by)
     return PreparedBatch(
-        result.rows, rows.num_rows, result.duplicates_dropped, result.conflicting_keys
+        result.rows, rows.num_rows, result.duplicates_dropped, result.conflicting_keys,
+        fingerprint(result.rows),
     )
 
 
@@ -109,9 +117,9 @@ def write(
     fingerprint over a slice whose files have not changed since is a proven no-op,
     decided from table metadata without reading any data.
     """
+    batch_fp = batch.fingerprint
     if settled is not None:
         table = target.open()
-        batch_fp = fingerprint(batch.rows)
         if (table is not None and settled.fingerprint == str(batch_fp)
                 and settled.files == files_signature(table, conditions)):
             return WriteResult(spec.strategy, target.uri, table.version(), False, 0, batch_fp,
@@ -120,7 +128,7 @@ def write(
         start, end = _require_window(spec, window)
         return overwrite_partitions(
             target, batch.rows, spec.partition_column or "", start, end,
-            commit_metadata=commit_metadata,
+            commit_metadata=commit_metadata, known_fingerprint=batch_fp,
         )
     if spec.strategy == "merge":
         return merge_upsert(
@@ -131,10 +139,13 @@ def write(
             partition_column=spec.partition_column,
             prune_columns=spec.prune_columns,
             commit_metadata=commit_metadata,
+            deduplicated=batch.dedupe_result() if spec.dedupe else None,
+            known_fingerprint=batch_fp,
         )
     if spec.strategy == "replace":
         return replace_table(
-            target, batch.rows, commit_metadata=commit_metadata, allow_empty=spec.allow_empty
+            target, batch.rows, commit_metadata=commit_metadata, allow_empty=spec.allow_empty,
+            known_fingerprint=batch_fp,
         )
     raise ValueError(f"strategy {spec.strategy!r} is written by its own asset, not the IO manager")
 
@@ -157,7 +168,7 @@ def compare(
     spec: WriteSpec, target: LakeTable, batch: PreparedBatch, window: Window
 ) -> RerunComparison:
     """Compare a recomputed batch with what the table holds, without writing."""
-    expected = fingerprint(batch.rows)
+    expected = batch.fingerprint
     table = target.open()
     if spec.strategy == "merge":
         plan = plan_merge(table, batch.rows, spec.natural_key, spec.version_column,

@@ -1,7 +1,7 @@
 """Lake writes as checkpoint records: claimed before the commit, settled after it.
 
-Each write of an asset's window by a run is one record (scope ``lake/<asset>``, id
-``<window>/<run id>``). Its lease token goes into the Delta commit metadata, so a run
+Each write of an asset's window is one record (scope ``lake/<asset>``, id
+``<window>/<run id>/<write id>``: a step retried inside one run is a new write). Its lease token goes into the Delta commit metadata, so a run
 that died between the commit and the tracker update is reconciled on the next run:
 the token is found in the table history (succeeded, with the version) or not (the run
 died before committing; the record is ignored with that reason). The last settled
@@ -12,6 +12,7 @@ no-op from table metadata alone.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ class LakeWriteLog:
         self.store = store
         self.scope = f"lake/{asset}"
         self.window = window
-        self.record_id = f"{window}/{run_id}"
+        self.record_id = f"{window}/{run_id}/{uuid.uuid4().hex[:12]}"
         self.lease_seconds = lease_seconds
 
     def reconcile(self, table: DeltaTable | None) -> list[Reconciled]:

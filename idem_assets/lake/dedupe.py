@@ -51,6 +51,19 @@ def survivors(frame: pl.DataFrame, key: Sequence[str], version_column: str | Non
     return ordered.unique(subset=list(key), keep="first", maintain_order=True)
 
 
+def _has_duplicates(frame: pl.DataFrame, key: list[str]) -> bool:
+    keys = frame.get_column(key[0]) if len(key) == 1 else frame.select(pl.struct(key)).to_series()
+    return keys.n_unique() != frame.height
+
+
+def _sorted_by(frame: pl.DataFrame, columns: list[str]) -> bool:
+    """Cheap sufficient test: leading columns constant, then the last one ascending."""
+    *leading, last = columns
+    if any(frame.get_column(c).n_unique() > 1 for c in leading):
+        return False
+    return frame.get_column(last).is_sorted()
+
+
 def _conflicts(frame: pl.DataFrame, key: list[str], version_column: str) -> int:
     first, _ = row_hashes(frame)
     hashed = frame.select([*key, version_column]).with_columns(
@@ -86,10 +99,15 @@ def dedupe_newest(
         raise ValueError(f"cannot dedupe: column(s) {missing} not in {frame.columns}")
     if frame.height == 0:
         return DedupeResult(rows=frame.to_arrow(), duplicates_dropped=0, conflicting_keys=0)
-    kept = survivors(frame, key, version_column)
-    dropped = frame.height - kept.height
-    conflicts = _conflicts(frame, key, version_column) if version_column and dropped else 0
-    kept = kept.sort([*sort_by, *key])
+    if not _has_duplicates(frame, key):
+        # The common case: nothing to drop, so skip the survivor sort entirely.
+        kept, dropped, conflicts = frame, 0, 0
+    else:
+        kept = survivors(frame, key, version_column)
+        dropped = frame.height - kept.height
+        conflicts = _conflicts(frame, key, version_column) if version_column else 0
+    if not _sorted_by(kept, [*sort_by, *key]):
+        kept = kept.sort([*sort_by, *key])
     return DedupeResult(
         rows=kept.to_arrow(), duplicates_dropped=dropped, conflicting_keys=conflicts
     )

@@ -12,8 +12,8 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
 from idem_assets.faults import crash_point
-from idem_assets.lake.dedupe import dedupe_newest, survivors
-from idem_assets.lake.fingerprint import fingerprint
+from idem_assets.lake.dedupe import DedupeResult, dedupe_newest, survivors
+from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
 from idem_assets.lake.predicates import Range, all_of, quote_identifier
 from idem_assets.lake.result import WriteResult
@@ -118,6 +118,8 @@ def merge_upsert(
     prune_columns: Sequence[str] = (),
     schema: pa.Schema | None = None,
     commit_metadata: Mapping[str, Any] | None = None,
+    deduplicated: DedupeResult | None = None,
+    known_fingerprint: Fingerprint | None = None,
 ) -> WriteResult:
     """Upsert ``data`` into the table on ``key``; newest ``version_column`` wins.
 
@@ -131,9 +133,10 @@ def merge_upsert(
     rows = to_arrow(data)
     if schema is not None:
         rows = conform(rows, schema)
-    deduped = dedupe_newest(rows, key, version_column, sort_by=prune_columns)
+    # A caller that already deduplicated (the IO manager) passes its result along.
+    deduped = deduplicated or dedupe_newest(rows, key, version_column, sort_by=prune_columns)
     batch = deduped.rows
-    batch_fp = fingerprint(batch)
+    batch_fp = known_fingerprint or fingerprint(batch)
     extra = {"duplicates_dropped": deduped.duplicates_dropped,
              "conflicting_keys": deduped.conflicting_keys}
     metadata = {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}

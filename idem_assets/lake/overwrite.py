@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import write_deltalake
 
-from idem_assets.lake.fingerprint import fingerprint
+from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.predicates import Condition, OneOf, conjunction, date_range
 from idem_assets.lake.result import WriteResult
@@ -63,6 +63,7 @@ def overwrite_slice(
     schema: pa.Schema | None = None,
     commit_metadata: Mapping[str, Any] | None = None,
     skip_unchanged: bool = True,
+    known_fingerprint: Fingerprint | None = None,
 ) -> WriteResult:
     """Make the rows matching ``conditions`` be exactly ``data``, in one commit.
 
@@ -77,7 +78,7 @@ def overwrite_slice(
     if schema is not None:
         rows = conform(rows, schema)
     check_within(rows, conditions)
-    new_fp = fingerprint(rows)
+    new_fp = known_fingerprint or fingerprint(rows)
     predicate = conjunction(conditions)
     properties = commit_properties({**(commit_metadata or {}), "idem.fingerprint": str(new_fp)})
 
@@ -133,6 +134,7 @@ def overwrite_partitions(
     partitioned: bool = True,
     commit_metadata: Mapping[str, Any] | None = None,
     skip_unchanged: bool = True,
+    known_fingerprint: Fingerprint | None = None,
 ) -> WriteResult:
     """Make date partitions ``[start, end)`` hold exactly ``data``, in one commit.
 
@@ -147,6 +149,7 @@ def overwrite_partitions(
         schema=schema,
         commit_metadata=commit_metadata,
         skip_unchanged=skip_unchanged,
+        known_fingerprint=known_fingerprint,
     )
 
 

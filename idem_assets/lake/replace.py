@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from idem_assets.lake.fingerprint import fingerprint
+from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, with_commit_retries
@@ -23,6 +23,7 @@ def replace_table(
     schema: pa.Schema | None = None,
     commit_metadata: Mapping[str, Any] | None = None,
     allow_empty: bool = False,
+    known_fingerprint: Fingerprint | None = None,
 ) -> WriteResult:
     """Make the table hold exactly ``data`` in one commit; readers never see it empty.
 
@@ -37,7 +38,7 @@ def replace_table(
             f"refusing to replace {target.uri} with an empty table; pass allow_empty=True "
             "if the source really is empty"
         )
-    new_fp = fingerprint(rows)
+    new_fp = known_fingerprint or fingerprint(rows)
     properties = commit_properties({**(commit_metadata or {}), "idem.fingerprint": str(new_fp)})
 
     def attempt(number: int) -> WriteResult:
