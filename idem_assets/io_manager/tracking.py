@@ -1,7 +1,8 @@
 """Lake writes as checkpoint records: claimed before the commit, settled after it.
 
 Each write of an asset's window is one record (scope ``lake/<asset>``, id
-``<window>/<run id>/<write id>``: a step retried inside one run is a new write). Its lease token goes into the Delta commit metadata, so a run
+``<window>/<run id>/<write id>``: a step retried inside one run is a new write). Its
+lease token goes into the Delta commit metadata, so a run
 that died between the commit and the tracker update is reconciled on the next run:
 the token is found in the table history (succeeded, with the version) or not (the run
 died before committing; the record is ignored with that reason). The last settled
