@@ -21,7 +21,7 @@ SAMPLE_SEED ?= 7
 # Debian's own Chromium drives the browser tests (never a downloaded browser).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install run demo test sample-data dagster-home lint clean browser
+.PHONY: install run demo test bench sample-data dagster-home lint clean browser reliability
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,21 @@ demo: install dagster-home sample-data
 ## Create/install everything and run the whole test suite.
 test: install browser
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+## Crash, concurrency, bad-input and security suites, then their report table
+## (rows in test-artifacts/reliability/make-results.jsonl; see docs/reliability.md).
+RELIABILITY_RESULTS := $(CURDIR)/test-artifacts/reliability/make-results.jsonl
+reliability: install
+	@mkdir -p $(dir $(RELIABILITY_RESULTS)) && rm -f $(RELIABILITY_RESULTS)
+	@IDEM_RELIABILITY_RESULTS=$(RELIABILITY_RESULTS) $(VENV)/bin/pytest \
+		idem_assets_tests/reliability $(PYTEST_ARGS); tests=$$?; \
+	$(PY) -m idem_assets_tests.reliability.report $(RELIABILITY_RESULTS); report=$$?; \
+	if [ $$tests -ne 0 ]; then exit $$tests; fi; exit $$report
+
+## Benchmarks side by side with the peers; writes benchmarks/RESULTS.md and plots.
+## BENCH_ARGS=--quick for a small run.
+bench: install
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check idem_assets idem_assets_tests benchmarks

@@ -15,6 +15,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,7 @@ def _ours(state: dict[str, Any]) -> tuple[Any, Any]:
     def context() -> dg.OutputContext:
         return dg.build_output_context(
             asset_key=dg.AssetKey("orders"), partition_key=KEY, asset_partitions_def=PARTITIONS,
-            definition_metadata=spec.to_metadata(), run_id=dg.make_new_run_id() if hasattr(
-                dg, "make_new_run_id") else None,
+            definition_metadata=spec.to_metadata(), run_id=str(uuid.uuid4()),
         )
 
     return manager, context
@@ -104,15 +104,17 @@ def prepare_official(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
     from dagster_deltalake import DeltaLakePyarrowIOManager, LocalConfig
 
     state = _load(scale, workdir, warm)
-    manager = DeltaLakePyarrowIOManager(root_uri=str(state["root"] / "official"),
+    factory = DeltaLakePyarrowIOManager(root_uri=str(state["root"] / "official"),
                                         storage_options=LocalConfig())
-    resources = {}
+    manager = factory.create_io_manager(dg.build_init_resource_context())
+    config = {"root_uri": str(state["root"] / "official"), "storage_options": {"local": {}},
+              "mode": "overwrite"}
 
     def context() -> dg.OutputContext:
         return dg.build_output_context(
             asset_key=dg.AssetKey(["bench", "orders"]), partition_key=KEY,
             asset_partitions_def=PARTITIONS, definition_metadata={"partition_expr": "order_date"},
-            resources=resources,
+            resource_config=config,
         )
 
     state.update(manager=manager, context=context)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from idem_assets.lake.fingerprint import row_hashes
-from idem_assets.lake.frames import FrameLike, to_polars
+from idem_assets.lake.frames import FrameLike, to_arrow, to_polars
 
 
 @dataclass(frozen=True)
@@ -51,17 +53,26 @@ def survivors(frame: pl.DataFrame, key: Sequence[str], version_column: str | Non
     return ordered.unique(subset=list(key), keep="first", maintain_order=True)
 
 
-def _has_duplicates(frame: pl.DataFrame, key: list[str]) -> bool:
-    keys = frame.get_column(key[0]) if len(key) == 1 else frame.select(pl.struct(key)).to_series()
-    return keys.n_unique() != frame.height
-
-
-def _sorted_by(frame: pl.DataFrame, columns: list[str]) -> bool:
-    """Cheap sufficient test: leading columns constant, then the last one ascending."""
-    *leading, last = columns
-    if any(frame.get_column(c).n_unique() > 1 for c in leading):
+def _unique_in_arrow(table: pa.Table, key: list[str]) -> bool:
+    """Single non-null key column with all values distinct (else: take the slow path)."""
+    if len(key) != 1:
         return False
-    return frame.get_column(last).is_sorted()
+    column = table.column(key[0])
+    return column.null_count == 0 and pc.count_distinct(column).as_py() == table.num_rows
+
+
+def _sorted_in_arrow(table: pa.Table, columns: list[str]) -> bool:
+    """Cheap sufficient test: leading columns constant, then a numeric last one ascending."""
+    *leading, last = columns
+    for name in leading:
+        column = table.column(name)
+        if column.null_count or pc.count_distinct(column).as_py() > 1:
+            return False
+    column = table.column(last)
+    if column.null_count or not pa.types.is_integer(column.type):
+        return False
+    values = column.to_numpy()
+    return bool(np.all(values[1:] >= values[:-1]))
 
 
 def _conflicts(frame: pl.DataFrame, key: list[str], version_column: str) -> int:
@@ -92,22 +103,24 @@ def dedupe_newest(
     reverse) keeps the same row. Output is sorted by ``sort_by`` then ``key`` so
     Delta file statistics stay tight for pruning.
     """
-    frame = to_polars(data)
     key = list(key)
-    missing = [c for c in [*key, *([version_column] if version_column else [])] if c not in frame]
+    table = to_arrow(data)
+    missing = [c for c in [*key, *([version_column] if version_column else [])]
+               if c not in table.column_names]
     if missing:
-        raise ValueError(f"cannot dedupe: column(s) {missing} not in {frame.columns}")
-    if frame.height == 0:
-        return DedupeResult(rows=frame.to_arrow(), duplicates_dropped=0, conflicting_keys=0)
-    if not _has_duplicates(frame, key):
-        # The common case: nothing to drop, so skip the survivor sort entirely.
-        kept, dropped, conflicts = frame, 0, 0
-    else:
-        kept = survivors(frame, key, version_column)
-        dropped = frame.height - kept.height
-        conflicts = _conflicts(frame, key, version_column) if version_column else 0
-    if not _sorted_by(kept, [*sort_by, *key]):
-        kept = kept.sort([*sort_by, *key])
+        raise ValueError(f"cannot dedupe: column(s) {missing} not in {table.column_names}")
+    order = [*sort_by, *key]
+    if table.num_rows == 0 or _unique_in_arrow(table, key):
+        # The common case, decided in Arrow without converting the frame: nothing to
+        # drop, and often nothing to sort either.
+        if not _sorted_in_arrow(table, order):
+            table = table.sort_by([(c, "ascending") for c in order])
+        return DedupeResult(rows=table, duplicates_dropped=0, conflicting_keys=0)
+    frame = to_polars(table)
+    kept = survivors(frame, key, version_column)
+    dropped = frame.height - kept.height
+    conflicts = _conflicts(frame, key, version_column) if version_column else 0
+    kept = kept.sort(order)
     return DedupeResult(
         rows=kept.to_arrow(), duplicates_dropped=dropped, conflicting_keys=conflicts
     )
