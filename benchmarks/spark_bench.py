@@ -35,6 +35,7 @@ STATUS = {"orders": "o_orderstatus", "lineitem": "l_linestatus"}
 FULL_SCALES = (0.1, 1.0, 3.0)
 SPARK_CONF = {"spark.sql.shuffle.partitions": "16"}
 SPARK_DRIVER_MEMORY = "3g"
+MEMORY_BUDGET_GB = 12.0
 
 
 @dataclass
@@ -154,13 +155,19 @@ def engine_main(engine: str, table: str, source: Path, lake: Path) -> None:
 
 
 class PeakSampler(threading.Thread):
-    """Samples a process's RSS and its java descendants' RSS every 50 ms."""
+    """Samples a process's RSS and its java descendants' RSS every 50 ms.
 
-    def __init__(self, pid: int) -> None:
+    A run whose driver goes over ``budget`` bytes is killed (it is our own child), so one
+    engine running out of memory cannot take the machine down with it.
+    """
+
+    def __init__(self, pid: int, budget: int) -> None:
         super().__init__(daemon=True)
         self.process = psutil.Process(pid)
+        self.budget = budget
         self.driver_peak = 0
         self.jvm_peak = 0
+        self.over_budget = False
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -170,12 +177,15 @@ class PeakSampler(threading.Thread):
                 jvm = sum(c.memory_info().rss for c in self.process.children(recursive=True)
                           if c.name() == "java")
                 self.jvm_peak = max(self.jvm_peak, jvm)
+                if self.driver_peak > self.budget and not self.over_budget:
+                    self.over_budget = True
+                    self.process.kill()
             except psutil.Error:
                 pass
             time.sleep(0.05)
 
 
-def measure(engine: str, table: str, scale: float) -> Run:
+def measure(engine: str, table: str, scale: float, budget_gb: float) -> Run:
     """Run one engine in a fresh process on a fresh lake and collect its numbers."""
     source = prepare_input(table, scale)
     lake = DATA_DIR / f"lake-{engine}-{table}-sf{scale:g}"
@@ -184,11 +194,14 @@ def measure(engine: str, table: str, scale: float) -> Run:
         [sys.executable, "-m", "benchmarks.spark_bench", "--engine", engine, "--table", table,
          "--source", str(source), "--lake", str(lake)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    sampler = PeakSampler(child.pid)
+    sampler = PeakSampler(child.pid, int(budget_gb * 2**30))
     sampler.start()
     output, _ = child.communicate()
     sampler.done.set()
     sampler.join()
+    if sampler.over_budget:
+        return Run(table, scale, engine, 0, 0, 0, 0.0, float("nan"), float("nan"), False,
+                   sampler.driver_peak / 2**20, sampler.jvm_peak / 2**20, "over budget")
     if child.returncode != 0:
         raise RuntimeError(f"{engine} on {table} sf{scale:g} failed ({child.returncode})")
     line = next(x for x in output.splitlines() if x.startswith("RESULT "))
@@ -211,7 +224,12 @@ def markdown(runs: list[Run]) -> str:
     for run in runs:
         peer = next(r for r in runs if (r.table, r.scale) == (run.table, run.scale)
                     and r.engine != run.engine)
-        same = "yes" if peer.fingerprint == run.fingerprint else "NO"
+        same = "yes" if peer.fingerprint == run.fingerprint else (
+            "n/a" if "over budget" in (run.fingerprint, peer.fingerprint) else "NO")
+        if run.fingerprint == "over budget":
+            lines.append(f"| {run.table} | {run.scale:g} | - | - | {run.engine} | killed: driver "
+                         f"over the memory budget at {run.driver_peak_mb:,.0f} MB | | | | | n/a |")
+            continue
         jvm = f"{run.jvm_peak_mb:,.0f}" if run.engine == "spark" else "-"
         start = f"{run.startup_s:.1f}" if run.engine == "spark" else "-"
         lines.append(
@@ -220,8 +238,9 @@ def markdown(runs: list[Run]) -> str:
             f"| {run.driver_peak_mb:,.0f} | {jvm} | {same} |")
     lines += [
         "",
-        f"- {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} "
-        f"GiB RAM, Python {platform.python_version()}; other work may share the machine.",
+        f"- {platform.machine()}, {os.cpu_count()} cores, "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM, Python "
+        f"{platform.python_version()}; other work may share the machine.",
         f"- Spark: local[2], driver (= executor) heap {SPARK_DRIVER_MEMORY}, {SPARK_CONF}. "
         "Write = read input + dedupe (count job) + stage files + fingerprint staged files and "
         "stored slice + one delta-rs commit; JVM start time is not included.",
@@ -244,8 +263,8 @@ def plot(runs: list[Run], path: Path) -> None:
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for engine, marker in (("local", "o"), ("spark", "s")):
         for table, style in (("orders", "-"), ("lineitem", "--")):
-            mine = sorted((r for r in runs if (r.engine, r.table) == (engine, table)),
-                          key=lambda r: r.input_rows)
+            mine = sorted((r for r in runs if (r.engine, r.table) == (engine, table)
+                           and r.fingerprint != "over budget"), key=lambda r: r.input_rows)
             if not mine:
                 continue
             rows = [r.input_rows for r in mine]
@@ -276,6 +295,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scales", type=float, nargs="+", default=list(FULL_SCALES))
     parser.add_argument("--tables", nargs="+", default=list(KEYS), choices=list(KEYS))
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--memory-budget-gb", type=float, default=MEMORY_BUDGET_GB,
+                        help="kill a run whose driver RSS goes over this")
     parser.add_argument("--engine", choices=("local", "spark"), help=argparse.SUPPRESS)
     parser.add_argument("--table", help=argparse.SUPPRESS)
     parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
@@ -289,7 +310,7 @@ def main(argv: list[str] | None = None) -> None:
     for scale in scales:
         for table in args.tables:
             for engine in ("local", "spark"):
-                run = measure(engine, table, scale)
+                run = measure(engine, table, scale, args.memory_budget_gb)
                 print(json.dumps(asdict(run)), flush=True)
                 runs.append(run)
     text = markdown(runs)

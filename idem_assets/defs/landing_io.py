@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 import dagster as dg
@@ -75,6 +76,12 @@ def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, 
             {path: list(cols) for path, cols in batch.dropped_columns.items()}
         ),
         "files": dg.MetadataValue.json(files),
+        # Files in the folder that were not read, and remarks such as zero-byte files: shown so
+        # that a producer's misnamed or empty file is seen by a person, not silently skipped.
+        "ignored_files": dg.MetadataValue.json(
+            dict(sorted(batch.ignored_files.items())[:_MAX_LISTED_FILES])),
+        "file_notes": dg.MetadataValue.json(
+            {p: list(n) for p, n in sorted(batch.notes.items())[:_MAX_LISTED_FILES]}),
     }
 
 
@@ -93,4 +100,10 @@ def load_landing(
             f"{batch.quarantine.num_rows} {contract.name} row(s) quarantined in "
             f"{QUARANTINE_TABLE} for {window.label()}"
         )
+    # Hidden files are in-progress writes and markers by convention; anything else a
+    # producer put there and nobody reads deserves a person's eye.
+    unread = [(p, why) for p, why in sorted(batch.ignored_files.items())
+              if not PurePosixPath(p).name.startswith((".", "_"))]
+    for relpath, why in unread[:_MAX_LISTED_FILES]:
+        context.log.warning(f"landing file {relpath} was not read: {why}")
     return batch.rows

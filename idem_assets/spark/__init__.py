@@ -1,1 +1,46 @@
-"""The Spark engine: the lake's transforms and writes on Spark, committed by delta-rs."""
+"""The Spark engine: the lake's reads, dedupe and writes on Spark, committed by delta-rs.
+
+Executors read landing files, deduplicate and write Parquet files into the table
+location; the driver handles only metadata (file lists, footers, counts) and commits
+each logical write as one Delta transaction through delta-rs. Results equal the local
+engine's (same content fingerprints). See docs/spark.md.
+"""
+
+from idem_assets.spark.commit import table_fingerprint
+from idem_assets.spark.merge import merge_partitions_spark
+from idem_assets.spark.resource import (
+    LOCAL_MASTER,
+    local_spark_session,
+    pyspark_resource,
+    session_of,
+    spark_config,
+)
+from idem_assets.spark.streaming import StreamSink, start_stream, with_event_date_spark
+from idem_assets.spark.transforms import (
+    SparkDedupe,
+    SparkLandingBatch,
+    dedupe_newest_spark,
+    read_landing_spark,
+    spark_fingerprint,
+)
+from idem_assets.spark.writer import append_spark, overwrite_partitions_spark
+
+__all__ = [
+    "LOCAL_MASTER",
+    "SparkDedupe",
+    "SparkLandingBatch",
+    "StreamSink",
+    "append_spark",
+    "dedupe_newest_spark",
+    "local_spark_session",
+    "merge_partitions_spark",
+    "overwrite_partitions_spark",
+    "pyspark_resource",
+    "read_landing_spark",
+    "session_of",
+    "spark_config",
+    "spark_fingerprint",
+    "start_stream",
+    "table_fingerprint",
+    "with_event_date_spark",
+]

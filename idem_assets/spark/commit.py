@@ -1,26 +1,94 @@
-"""Committing staged Spark files through delta-rs: one Delta transaction per logical write."""
+"""Committing staged Spark files through delta-rs, and reading a table's files directly.
+
+Stored rows are read file by file with pyarrow from the paths in the Delta log (not with
+``DeltaTable.to_pyarrow_dataset``, whose filesystem bridge can abort the interpreter at
+exit), in bounded batches, so a fingerprint of a large slice needs flat driver memory.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable, Schema, Transaction
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema, Transaction
 from deltalake.transaction import RemoveAction, create_table_with_add_actions
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
+from idem_assets.lake.frames import conform
 from idem_assets.lake.predicates import Range
 from idem_assets.lake.result import WriteResult
-from idem_assets.lake.tables import LakeTable, commit_properties, range_filter
-from idem_assets.spark.staging import StagedWrite
+from idem_assets.lake.tables import LakeTable, commit_properties, table_schema
+from idem_assets.spark.staging import StagedWrite, filesystem
 
 # What a failed Spark action raises on the driver.
 SPARK_ERRORS = (CapturedException, Py4JJavaError)
 _BATCH_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A file of the table's current version, as its add action describes it."""
+
+    path: str  # relative to the table root (or absolute)
+    size: int
+    partition_value: object  # typed (e.g. a date); None when unpartitioned or null
+
+
+def data_files(table: DeltaTable, partition_column: str | None,
+               keep: Callable[[object], bool] | None = None) -> list[DataFile]:
+    """The table's data files, optionally only those whose partition value ``keep`` accepts."""
+    out = []
+    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
+        value = action.get(f"partition.{partition_column}") if partition_column else None
+        if keep is None or keep(value):
+            out.append(DataFile(action["path"], action["size_bytes"], value))
+    return out
+
+
+def file_location(table: DeltaTable, path: str) -> str:
+    """Where a data file of the table lives (log paths are relative to the table root)."""
+    if "://" in path or path.startswith("/"):
+        return path
+    return f"{table.table_uri.rstrip('/')}/{path}"
+
+
+def stored_batches(table: DeltaTable, partition_column: str | None,
+                   keep: Callable[[object], bool] | None = None) -> Iterator[pa.Table]:
+    """The stored rows of the kept partitions, in bounded batches typed to the table schema."""
+    schema = table_schema(table)
+    for data in data_files(table, partition_column, keep):
+        fs, path = filesystem(file_location(table, data.path))
+        with fs.open_input_file(path) as handle:
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
+                rows = pa.Table.from_batches([batch])
+                if partition_column:
+                    kind = schema.field(partition_column).type
+                    rows = rows.append_column(
+                        partition_column, pa.array([data.partition_value] * rows.num_rows, kind))
+                yield conform(rows, schema)
+
+
+def table_fingerprint(target: LakeTable) -> Fingerprint | None:
+    """Fingerprint of a whole table (None if it does not exist), in flat memory."""
+    table = target.open()
+    if table is None:
+        return None
+    partitions = list(table.metadata().partition_columns)
+    return fingerprint_batches(stored_batches(table, partitions[0] if partitions else None))
+
+
+def slice_fingerprint(table: DeltaTable, condition: Range) -> Fingerprint:
+    """Fingerprint of the stored rows of the partitions within ``condition``."""
+    def keep(value: object) -> bool:
+        return value is not None and condition.start <= value < condition.end  # type: ignore[operator]
+
+    return fingerprint_batches(stored_batches(table, condition.column, keep))
 
 
 def nullable(schema: pa.Schema) -> pa.Schema:
@@ -28,8 +96,9 @@ def nullable(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_nullable(True) for f in schema], metadata=schema.metadata)
 
 
-def require_plain_table(table: DeltaTable, partition_column: str | None) -> None:
-    """Refuse tables whose files cannot be read and rewritten as plain Parquet."""
+def require_plain_table(table: DeltaTable, partition_column: str | None,
+                        schema: pa.Schema | None = None) -> None:
+    """Refuse tables the staged files would not fit: reader features, layout or schema."""
     protocol = table.protocol()
     features = sorted(protocol.reader_features or [])
     if protocol.min_reader_version > 1 and features:
@@ -42,6 +111,15 @@ def require_plain_table(table: DeltaTable, partition_column: str | None) -> None
         raise ValueError(
             f"{table.table_uri} is partitioned by {partitions}, but this write lays files out "
             f"by {expected}; the Spark engine writes whole partitions of that column")
+    if schema is None:
+        return
+    # Compared as Delta types, so Arrow spellings (string / large_string) do not matter.
+    stored = [(f.name, f.type) for f in table.schema().fields]
+    given = [(f.name, f.type) for f in Schema.from_arrow(nullable(schema)).fields]
+    if given != stored:
+        raise ValueError(
+            f"{table.table_uri} has columns {stored} but the rows have {given}; the Spark "
+            "engine writes files of the table's schema only (no schema evolution)")
 
 
 def already_committed(table: DeltaTable | None, txn: Transaction | None) -> int | None:
@@ -52,16 +130,8 @@ def already_committed(table: DeltaTable | None, txn: Transaction | None) -> int 
     return done if done is not None and done >= txn.version else None
 
 
-def slice_fingerprint(table: DeltaTable, condition: Range) -> Fingerprint:
-    """Fingerprint of the stored rows within ``condition``, streamed in flat memory."""
-    dataset = table.to_pyarrow_dataset()
-    scanner = dataset.scanner(filter=range_filter(condition), batch_size=_BATCH_ROWS,
-                              batch_readahead=1, fragment_readahead=1)
-    return fingerprint_batches(pa.Table.from_batches([b]) for b in scanner.to_batches())
-
-
 def create_table(target: LakeTable, staged: StagedWrite, schema: pa.Schema,
-                 properties: Any) -> None:
+                 properties: CommitProperties) -> None:
     """Create the table from staged files in one commit (mode="error": a racer makes it fail)."""
     create_table_with_add_actions(
         target.uri, Schema.from_arrow(nullable(schema)), staged.add_actions(), mode="error",
@@ -70,37 +140,13 @@ def create_table(target: LakeTable, staged: StagedWrite, schema: pa.Schema,
     )
 
 
-def removes(table: DeltaTable, partition_column: str | None,
-            values: Sequence[object] | None) -> list[RemoveAction]:
-    """Remove actions for every file of the given partition values (all files if None)."""
-    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+def removes(files: Sequence[DataFile], partition_column: str | None) -> list[RemoveAction]:
+    """Remove actions for the given files."""
     now = int(time.time() * 1000)
-    out = []
-    for action in actions:
-        value = action.get(f"partition.{partition_column}") if partition_column else None
-        if values is not None and value not in values:
-            continue
-        text = None if value is None else str(value)
-        out.append(RemoveAction(action["path"], True, now, action["size_bytes"],
-                                {partition_column: text} if partition_column else {}))
-    return out
-
-
-def files_of(table: DeltaTable, partition_column: str | None,
-             values: Sequence[object] | None) -> dict[object, list[str]]:
-    """Relative data file paths per partition value (one None key when unpartitioned)."""
-    grouped: dict[object, list[str]] = {}
-    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
-        value = action.get(f"partition.{partition_column}") if partition_column else None
-        if values is None or value in values:
-            grouped.setdefault(value, []).append(action["path"])
-    return grouped
-
-
-def committed_paths(target: LakeTable) -> set[str]:
-    """Relative paths of the data files in the table's newest version."""
-    table = target.open()
-    return set(table.files()) if table is not None else set()
+    return [RemoveAction(f.path, True, now, f.size,
+                         {partition_column: None if f.partition_value is None
+                          else str(f.partition_value)} if partition_column else {})
+            for f in files]
 
 
 def discard_unless_committed(target: LakeTable, staged: StagedWrite) -> None:
@@ -109,8 +155,19 @@ def discard_unless_committed(target: LakeTable, staged: StagedWrite) -> None:
     A commit can succeed and still raise (a post-commit hook failing); deleting files the
     log now references would corrupt the table, so the log is checked first.
     """
-    if not staged.files or not {f.path for f in staged.files} & committed_paths(target):
+    table = target.open()
+    committed = {f.path for f in data_files(table, None)} if table is not None else set()
+    if not {f.path for f in staged.files} & committed:
         staged.discard()
+
+
+def committed_version(table: DeltaTable) -> int:
+    """The version our commit on ``table``'s snapshot created.
+
+    delta-rs retries are off, so a commit lands exactly one past the snapshot it was
+    planned on, or fails; the DeltaTable object itself is not moved forward by it.
+    """
+    return table.version() + 1
 
 
 def skipped(strategy: str, target: LakeTable, table: DeltaTable | None, fingerprint: Fingerprint,
@@ -122,7 +179,7 @@ def skipped(strategy: str, target: LakeTable, table: DeltaTable | None, fingerpr
 
 
 def properties_for(metadata: Mapping[str, Any] | None, fingerprint: Fingerprint,
-                   txn: Transaction | None) -> Any:
+                   txn: Transaction | None) -> CommitProperties:
     """Commit properties: caller metadata, the fingerprint, the txn, delta-rs retries off."""
     return commit_properties({**(metadata or {}), "idem.fingerprint": str(fingerprint),
                               "idem.engine": "spark"}, [txn] if txn else [])

@@ -21,10 +21,13 @@ from pyspark.sql import functions as F
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import (
+    DataFile,
     already_committed,
+    committed_version,
     create_table,
+    data_files,
     discard_unless_committed,
-    files_of,
+    file_location,
     properties_for,
     removes,
     require_plain_table,
@@ -32,11 +35,7 @@ from idem_assets.spark.commit import (
 )
 from idem_assets.spark.schema import col, conform_spark, spark_schema
 from idem_assets.spark.staging import spark_uri, stage
-from idem_assets.spark.transforms import (
-    dedupe_newest_spark,
-    spark_fingerprint,
-    survivor_ordering,
-)
+from idem_assets.spark.transforms import dedupe_newest_spark, survivor, survivor_ordering
 
 STRATEGY = "merge"
 _SIDE = "__idem_side"
@@ -59,14 +58,16 @@ def _partition(partition_column: str | None) -> Column:
 
 
 def stored_rows(spark: SparkSession, table: DeltaTable, schema: pa.Schema,
-                partition_column: str | None, values: Sequence[object] | None) -> DataFrame:
-    """The stored rows of the given partitions, read by executors from their data files."""
+                partition_column: str | None, files: Sequence[DataFile]) -> DataFrame:
+    """The stored rows of the given data files, read by executors (partition from the log)."""
     file_schema = pa.schema([f for f in schema if f.name != partition_column])
-    base = spark_uri(table.table_uri.rstrip("/"))
+    by_value: dict[object, list[str]] = {}
+    for data in files:
+        location = spark_uri(file_location(table, data.path))
+        by_value.setdefault(data.partition_value, []).append(location)
     frames = []
-    for value, paths in files_of(table, partition_column, values).items():
-        frame = spark.read.schema(spark_schema(file_schema)).parquet(
-            *(f"{base}/{p}" for p in paths))
+    for value, paths in by_value.items():
+        frame = spark.read.schema(spark_schema(file_schema)).parquet(*paths)
         if partition_column:
             kind = spark_schema(schema)[partition_column].dataType
             frame = frame.withColumn(partition_column, F.lit(value).cast(kind))
@@ -86,13 +87,18 @@ def _plan(stored: DataFrame, batch: DataFrame, key: Sequence[str], version_colum
                                                 then_by=[F.col(_SIDE).asc()]))
     ranked = combined.withColumn(_RANK, F.row_number().over(ordered)).withColumn(
         _HAD_STORED, F.max((F.col(_SIDE) == 0).cast("int")).over(by_key))
+    # Persisted: counted here, then range-sampled and written by the stage step.
     winners = ranked.filter(F.col(_RANK) == 1).persist(StorageLevel.MEMORY_AND_DISK)
     from_batch = F.col(_SIDE) == 1
-    per_partition = winners.groupBy(_partition(partition_column).alias(_PART)).agg(
-        F.sum((from_batch & (F.col(_HAD_STORED) == 1)).cast("int")).alias("updates"),
-        F.sum((from_batch & (F.col(_HAD_STORED) == 0)).cast("int")).alias("inserts"),
-        F.count(F.lit(1)).alias("rows"),
-    ).collect()
+    try:
+        per_partition = winners.groupBy(_partition(partition_column).alias(_PART)).agg(
+            F.sum((from_batch & (F.col(_HAD_STORED) == 1)).cast("int")).alias("updates"),
+            F.sum((from_batch & (F.col(_HAD_STORED) == 0)).cast("int")).alias("inserts"),
+            F.count(F.lit(1)).alias("rows"),
+        ).collect()
+    except BaseException:
+        winners.unpersist()
+        raise
     changed = [r for r in per_partition if r["updates"] or r["inserts"]]
     return _Plan(
         winners=winners,
@@ -125,13 +131,21 @@ def merge_partitions_spark(
     if not version_column:
         raise ValueError("the Spark merge needs a version column to decide which row wins")
     spark = df.sparkSession
-    deduped = dedupe_newest_spark(conform_spark(df, schema), key, version_column)
+    extra: dict[str, Column] = {}
+    if partition_column:
+        # The batch's partitions come out of the dedupe's own job (collect_set skips nulls).
+        value = col(partition_column)
+        extra = {"values": F.collect_set(F.when(survivor(), value)),
+                 "null": F.max(survivor() & value.isNull())}
+    deduped = dedupe_newest_spark(conform_spark(df, schema), key, version_column,
+                                  fingerprint=True, extra_aggregates=extra)
     batch = deduped.rows
-    batch_fp = spark_fingerprint(batch)
+    assert deduped.fingerprint is not None and deduped.extra is not None
+    batch_fp = deduped.fingerprint
     details = {"engine": "spark", "duplicates_dropped": deduped.duplicates_dropped,
                "conflicting_keys": deduped.conflicting_keys}
     properties = properties_for(commit_metadata, batch_fp, txn)
-    touched = ([r[0] for r in batch.select(col(partition_column)).distinct().collect()]
+    touched = ([*deduped.extra["values"], *([None] if deduped.extra["null"] else [])]
                if partition_column else None)
     cluster_by = list(key)
 
@@ -149,8 +163,10 @@ def merge_partitions_spark(
             return WriteResult(STRATEGY, target.uri, 0, True, staged.rows, batch_fp,
                                rows_inserted=staged.rows, attempts=number + 1,
                                details={**details, "files_added": len(staged.files)})
-        require_plain_table(table, partition_column)
-        stored = stored_rows(spark, table, schema, partition_column, touched)
+        require_plain_table(table, partition_column, schema)
+        files = data_files(table, partition_column,
+                           (lambda v: v in touched) if touched is not None else None)
+        stored = stored_rows(spark, table, schema, partition_column, files)
         plan = _plan(stored, batch, key, version_column, partition_column)
         try:
             if not plan.changed:
@@ -162,7 +178,8 @@ def merge_partitions_spark(
                            cluster_by)
         finally:
             plan.winners.unpersist()
-        gone = removes(table, partition_column, plan.changed if partition_column else None)
+        gone = removes([f for f in files if not partition_column
+                        or f.partition_value in plan.changed], partition_column)
         try:
             table.create_write_transaction(
                 [*staged.add_actions(), *gone], mode="append", schema=table_schema(table),
@@ -172,8 +189,8 @@ def merge_partitions_spark(
             discard_unless_committed(target, staged)
             raise
         return WriteResult(
-            STRATEGY, target.uri, table.version(), True, plan.inserts + plan.updates, batch_fp,
-            rows_inserted=plan.inserts, rows_updated=plan.updates, attempts=number + 1,
+            STRATEGY, target.uri, committed_version(table), True, plan.inserts + plan.updates,
+            batch_fp, rows_inserted=plan.inserts, rows_updated=plan.updates, attempts=number + 1,
             details={**details, "partitions_rewritten": len(plan.changed),
                      "rows_rewritten": plan.rows_rewritten, "files_added": len(staged.files),
                      "files_removed": len(gone)})

@@ -62,10 +62,10 @@ def spark_config(
         k: v for k, v in overrides.items() if k in REQUIRED_CONF and v != REQUIRED_CONF[k]
     }
     if clashes:
+        required = {k: REQUIRED_CONF[k] for k in sorted(clashes)}
         raise ValueError(
-            f"Spark settings {sorted(clashes)} must stay at {[REQUIRED_CONF[k] for k in sorted(clashes)]}: "
-            "the engine's results depend on them"
-        )
+            f"Spark settings must stay {required} (got {clashes}): the engine's results "
+            "depend on them")
     base = {**DEFAULT_CONF, **(LOCAL_CONF if master.startswith("local") else {})}
     return {**base, **overrides, **REQUIRED_CONF, "spark.master": master}
 

@@ -10,6 +10,12 @@ from pyspark.sql import types as T
 from idem_assets.lake.predicates import quote_identifier
 
 
+def is_text(kind: pa.DataType) -> bool:
+    """Whether an Arrow type is one of the string spellings (string, large, view)."""
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind))
+
+
 def spark_type(kind: pa.DataType) -> T.DataType:
     """The Spark type that stores Arrow type ``kind`` without loss."""
     simple: list[tuple[object, T.DataType]] = [
@@ -27,7 +33,7 @@ def spark_type(kind: pa.DataType) -> T.DataType:
     for check, spark in simple:
         if check(kind):  # type: ignore[operator]
             return spark
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+    if is_text(kind):
         return T.StringType()
     if pa.types.is_decimal128(kind):
         return T.DecimalType(kind.precision, kind.scale)

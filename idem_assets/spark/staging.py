@@ -14,7 +14,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from urllib.parse import unquote
@@ -23,12 +23,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
-from pyspark.sql import DataFrame
+from pyspark import StatusTracker
+from pyspark.sql import DataFrame, SparkSession
 
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
 from idem_assets.lake.frames import conform
 from idem_assets.lake.tables import LakeTable
-from idem_assets.spark.schema import col
+from idem_assets.spark.schema import col, is_text
 
 STAGING_PREFIX = "spark-"
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -79,7 +80,7 @@ def _stat_value(value: object, kind: pa.DataType) -> object | None:
         # Delta keeps timestamp bounds in milliseconds, as delta-rs writes them.
         utc = value.astimezone(dt.UTC)
         return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
-    if pa.types.is_string(kind) and isinstance(value, str):
+    if is_text(kind) and isinstance(value, str):
         return value if len(value) <= _MAX_STAT_CHARS else None
     return None
 
@@ -219,9 +220,47 @@ def stage(df: DataFrame, target: LakeTable, schema: pa.Schema, partition_column:
     if partition_column:
         writer = writer.partitionBy(partition_column)
     try:
-        writer.parquet(f"{spark_uri(target.uri)}/{folder}")
+        in_job_group(df.sparkSession, folder,
+                     lambda: writer.parquet(f"{spark_uri(target.uri)}/{folder}"))
         files = list_staged(target.uri, folder, schema, partition_column)
     except BaseException:
         remove_folder(target.uri, folder)
         raise
     return StagedWrite(target.uri, folder, files, partition_column)
+
+
+_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
+def in_job_group(spark: SparkSession, group: str, action: Callable[[], object],
+                 timeout_s: float = 60.0) -> None:
+    """Run a Spark action in its own job group; on failure wait until its tasks are gone.
+
+    When one task fails, Spark fails the job while sibling tasks may still be writing;
+    deleting the staging folder before they stop would leave their files behind.
+    """
+    context = spark.sparkContext
+    previous = {key: context.getLocalProperty(key) for key in _GROUP_PROPERTIES}
+    context.setJobGroup(group, "idem_assets staged write", interruptOnCancel=True)
+    try:
+        action()
+    except BaseException:
+        context.cancelJobGroup(group)
+        tracker = context.statusTracker()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and _active_tasks(tracker, group):
+            time.sleep(0.05)
+        raise
+    finally:
+        for key, value in previous.items():
+            context.setLocalProperty(key, value)  # type: ignore[arg-type]
+
+
+def _active_tasks(tracker: StatusTracker, group: str) -> int:
+    active = 0
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job else ():
+            info = tracker.getStageInfo(stage_id)
+            active += info.numActiveTasks if info else 0
+    return active

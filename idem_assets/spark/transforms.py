@@ -7,18 +7,21 @@ is computed on the executors; ``read_landing_spark`` reads landing files on the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
-import pyarrow as pa
-from idem_assets.spark.landing import SparkLandingBatch, read_landing_spark
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
-from pyspark.sql.functions import arrow_udf
 
 from idem_assets.lake.dedupe import survivor_order
-from idem_assets.lake.fingerprint import Fingerprint, row_hashes
+from idem_assets.lake.fingerprint import Fingerprint
+from idem_assets.spark.fingerprint import (
+    fingerprint_aggregates,
+    fingerprint_of,
+    hash_parts,
+    spark_fingerprint,
+)
+from idem_assets.spark.landing import SparkLandingBatch, read_landing_spark
 from idem_assets.spark.schema import col
 
 __all__ = [
@@ -27,13 +30,13 @@ __all__ = [
     "dedupe_newest_spark",
     "read_landing_spark",
     "spark_fingerprint",
+    "survivor",
     "survivor_ordering",
 ]
 
 _RANK = "__idem_rank"
 _FIRST = "__idem_first"
 _NEWEST = "__idem_newest"
-_LOW = 0xFFFFFFFF
 
 
 class SparkDedupe(NamedTuple):
@@ -43,6 +46,15 @@ class SparkDedupe(NamedTuple):
     duplicates_dropped: int
     # Keys whose newest versions tie on the version column but differ in content.
     conflicting_keys: int
+    # Fingerprint of the surviving rows, when asked for (same job, hashed on executors).
+    fingerprint: Fingerprint | None = None
+    # Values of the caller's extra aggregates (same job).
+    extra: dict[str, Any] | None = None
+
+
+def survivor() -> Column:
+    """True on the surviving row of each key, for ``extra_aggregates`` of the dedupe."""
+    return F.col(_RANK) == 1
 
 
 def survivor_ordering(
@@ -72,14 +84,40 @@ def _check_columns(df: DataFrame, key: Sequence[str], version_column: str | None
         raise ValueError("cannot dedupe without a natural key")
 
 
+def _key_stats(df: DataFrame, key: list[str], version_column: str | None) -> tuple[int, int]:
+    """Rows dropped and conflicting keys, from one aggregation by key."""
+    per_key = [F.count(F.lit(1)).alias("n")]
+    if version_column:
+        # Content hash with a null flag per column, so (1, null) and (null, 1) differ.
+        content = F.xxhash64(*(e for c in df.columns for e in (col(c), col(c).isNull())))
+        version = col(version_column).alias("v")
+        # Among a key's newest-version rows: the largest and (via ~) the smallest hash.
+        per_key += [F.max(F.struct(version, content.alias("h"))).alias("hi"),
+                    F.max(F.struct(version, F.bitwise_not(content).alias("h"))).alias("lo")]
+        conflict = F.col("hi.v").isNotNull() & (F.col("hi.h") != F.bitwise_not(F.col("lo.h")))
+    else:
+        conflict = F.lit(False)
+    stats = df.groupBy(*(col(k) for k in key)).agg(*per_key).agg(
+        F.sum("n").alias("rows"), F.count(F.lit(1)).alias("keys"),
+        F.sum(conflict.cast("int")).alias("conflicts")).first()
+    assert stats is not None
+    return int(stats["rows"] or 0) - int(stats["keys"]), int(stats["conflicts"] or 0)
+
+
 def dedupe_newest_spark(
-    df: DataFrame, key: Sequence[str], version_column: str | None
+    df: DataFrame,
+    key: Sequence[str],
+    version_column: str | None,
+    *,
+    fingerprint: bool = False,
+    extra_aggregates: Mapping[str, Column] | None = None,
 ) -> SparkDedupe:
     """One row per ``key``: highest ``version_column``, ties broken by content.
 
-    The same survivors as ``dedupe_newest`` for any input and any row order. The counts
-    come from one aggregation over the ranked rows; ``rows`` stays lazy (persist the input
-    if it is expensive to compute twice).
+    The same survivors as ``dedupe_newest`` for any input and any row order; ``rows``
+    stays lazy. The counts come from one hash aggregation per key (no sort of whole rows).
+    With ``fingerprint`` or ``extra_aggregates`` (which may use ``survivor()``), one
+    aggregation over the ranked rows computes them all instead.
     """
     key = list(key)
     _check_columns(df, key, version_column)
@@ -89,6 +127,8 @@ def dedupe_newest_spark(
     content = F.struct(*(col(c) for c in columns))
     ranked = df.withColumn(_RANK, F.row_number().over(ordered))
     survivors = ranked.filter(F.col(_RANK) == 1).drop(_RANK)
+    if not fingerprint and not extra_aggregates:
+        return SparkDedupe(survivors, *_key_stats(df, key, version_column))
     if version_column is None:
         conflict = F.lit(False)
     else:
@@ -97,50 +137,18 @@ def dedupe_newest_spark(
         ranked = ranked.withColumn(_FIRST, F.first(content).over(ordered)).withColumn(
             _NEWEST, col(version_column) == F.max(col(version_column)).over(by_key))
         conflict = F.col(_NEWEST) & ~content.eqNullSafe(F.col(_FIRST))
-    stats = ranked.agg(
+    extra = dict(extra_aggregates or {})
+    aggregates = [
         F.sum(F.when(F.col(_RANK) > 1, 1).otherwise(0)).alias("dropped"),
         F.count_distinct(F.when(conflict, F.struct(*(col(k) for k in key)))).alias("conflicts"),
-    ).first()
+        *(value.alias(f"extra_{name}") for name, value in extra.items()),
+    ]
+    if fingerprint:
+        aggregates += fingerprint_aggregates(hash_parts(columns), where=survivor())
+    stats = ranked.agg(*aggregates).first()
     assert stats is not None
-    return SparkDedupe(survivors, int(stats["dropped"] or 0), int(stats["conflicts"] or 0))
-
-
-_HASH_PARTS = T.StructType(
-    [T.StructField(name, T.LongType()) for name in ("a_low", "a_high", "b_low", "b_high")])
-
-
-@arrow_udf(_HASH_PARTS)
-def _row_hash_parts(rows: pa.Array) -> pa.Array:
-    """Per-row fingerprint hashes, split in 32-bit halves so Spark can sum them exactly."""
-    import numpy as np
-
-    first, second = row_hashes(pa.RecordBatch.from_struct_array(rows))
-    parts = {}
-    for name, hashes in (("a", first), ("b", second)):
-        parts[f"{name}_low"] = pa.array((hashes & np.uint64(_LOW)).astype(np.int64))
-        parts[f"{name}_high"] = pa.array((hashes >> np.uint64(32)).astype(np.int64))
-    return pa.StructArray.from_arrays(list(parts.values()), names=list(parts))
-
-
-def spark_fingerprint(df: DataFrame) -> Fingerprint:
-    """``idem_assets.lake.fingerprint`` of a DataFrame's rows, hashed on the executors.
-
-    The fingerprint is a sum of per-row hashes, so each executor hashes its rows with the
-    same Polars code and the driver only adds four numbers; no row reaches the driver.
-    Executors need this package (and its pinned Polars) importable.
-    """
-    if not df.columns:
-        raise ValueError("cannot fingerprint a DataFrame without columns")
-    hashed = df.select(_row_hash_parts(F.struct(*(col(c) for c in df.columns))).alias("h"))
-    sums = hashed.agg(
-        F.count(F.lit(1)).alias("rows"),
-        *(F.sum(f"h.{part}").alias(part) for part in ("a_low", "a_high", "b_low", "b_high")),
-    ).first()
-    assert sums is not None
-
-    def combine(low: int | None, high: int | None) -> int:
-        return ((low or 0) + ((high or 0) << 32)) % (1 << 64)
-
-    a = combine(sums["a_low"], sums["a_high"])
-    b = combine(sums["b_low"], sums["b_high"])
-    return Fingerprint(rows=int(sums["rows"]), digest=f"{a:016x}{b:016x}")
+    return SparkDedupe(
+        survivors, int(stats["dropped"] or 0), int(stats["conflicts"] or 0),
+        fingerprint_of(stats) if fingerprint else None,
+        {name: stats[f"extra_{name}"] for name in extra},
+    )

@@ -24,6 +24,7 @@ from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import (
     SPARK_ERRORS,
     already_committed,
+    committed_version,
     create_table,
     discard_unless_committed,
     properties_for,
@@ -97,6 +98,8 @@ def overwrite_partitions_spark(
         # A replay of a committed (app id, version): nothing is staged at all.
         return skipped("overwrite", target, table, spark_fingerprint(rows), 1,
                        {"txn_version": done})
+    if table is not None:
+        require_plain_table(table, partition_column, schema)  # before any file is written
     staged = _stage_within(rows, target, schema, rng, cluster_by)
     new_fp = staged.fingerprint(schema)
     properties = properties_for(commit_metadata, new_fp, txn)
@@ -112,14 +115,14 @@ def overwrite_partitions_spark(
             create_table(target, staged, schema, properties)
             version = 0
         else:
-            require_plain_table(table, partition_column)
+            require_plain_table(table, partition_column, schema)
             table.create_write_transaction(
                 staged.add_actions(), mode="overwrite", schema=table_schema(table),
                 partition_by=[partition_column],
                 partition_filters=[(partition_column, ">=", start.isoformat()),
                                    (partition_column, "<", end.isoformat())],
                 commit_properties=properties)
-            version = table.version()
+            version = committed_version(table)
         return WriteResult("overwrite", target.uri, version, True, staged.rows, new_fp,
                            rows_inserted=staged.rows, attempts=number + 1, details=details)
 
@@ -161,6 +164,8 @@ def append_spark(
     if done is not None:
         return skipped("append", target, table, spark_fingerprint(rows), 1,
                        {"txn_version": done})
+    if table is not None:
+        require_plain_table(table, partition_column, schema)  # before any file is written
     staged = stage(rows, target, schema, partition_column)
     batch_fp = staged.fingerprint(schema)
     properties = properties_for(commit_metadata, batch_fp, txn)
@@ -176,12 +181,12 @@ def append_spark(
             create_table(target, staged, schema, properties)
             new_version = 0
         else:
-            require_plain_table(table, partition_column)
+            require_plain_table(table, partition_column, schema)
             table.create_write_transaction(
                 staged.add_actions(), mode="append", schema=table_schema(table),
                 partition_by=[partition_column] if partition_column else None,
                 commit_properties=properties)
-            new_version = table.version()
+            new_version = committed_version(table)
         return WriteResult("append", target.uri, new_version, True, staged.rows, batch_fp,
                            rows_inserted=staged.rows, attempts=number + 1,
                            details={"engine": "spark", "txn_version": version,

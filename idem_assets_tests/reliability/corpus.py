@@ -105,6 +105,8 @@ class BadInput:
     error: str = ""
     # load: text the materialization metadata must mention (dropped columns, notes, ...)
     reported: str = ""
+    # key -> column values the stored row must have (which duplicate won, how types drifted)
+    values: dict[Any, dict[str, Any]] = field(default_factory=dict)
 
 
 def _truncated_parquet() -> bytes:
@@ -144,7 +146,9 @@ CASES: tuple[BadInput, ...] = (
              loads=frozenset({10})),
     BadInput("duplicate_key_tied_version", "order 10 twice, same updated_at, other amount",
              {"bad.csv": _duplicates_tied()}, "load", loads=frozenset({10, 11}),
-             reported="conflicting_keys"),
+             reported='"conflicting_keys": 1',
+             # Same version: the content tie-break keeps the greatest row, whatever file order.
+             values={10: {"amount": Decimal("9.00")}}),
     BadInput("date_outside_partition", "order_date 2024-03-06 in the 2024-03-05 folder",
              {"bad.csv": csv_bytes([order(10, order_date="2024-03-06"), order(11)])},
              "quarantine", quarantined={("bad.csv", 1): "outside the partition folder"},
@@ -196,7 +200,9 @@ CASES: tuple[BadInput, ...] = (
              {"drift.parquet": orders_parquet(
                  [order(10), order(11)], amount=pa.float64(), order_id=pa.int32(),
                  updated_at=pa.timestamp("ms", tz="Europe/Berlin"))},
-             "load", loads=frozenset({10, 11})),
+             "load", loads=frozenset({10, 11}),
+             values={10: {"amount": Decimal("10.50"),
+                          "updated_at": dt.datetime(2024, 3, 5, 10, tzinfo=dt.UTC)}}),
     BadInput("schema_drift_renamed_column", "a second file calling amount order_amount",
              {"drift.csv": csv_bytes([{**order(10), "order_amount": "1.00"}], tuple(
                  "order_amount" if c == "amount" else c for c in ORDER_COLUMNS))},

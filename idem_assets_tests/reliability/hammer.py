@@ -5,7 +5,7 @@ batches of ``BATCH_SIZE`` records and drives them through the state machine in a
 loop, following a fixed protocol the parent can check after every kill:
 
 - a claim takes up to ``CLAIM_LIMIT`` due records (lease ``LEASE_SECONDS``, so a dead
-  life's records come back quickly);
+  life's records come back quickly); a new batch is registered whenever fewer came back;
 - records ``i % 5 == 0`` fail their first attempt (retry at once), records ``i % 7 == 0``
   are released once on their first attempt, every other claim succeeds with a result
   naming the claim's token and attempt.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import time
 
-from idem_assets.checkpoint import open_store
+from idem_assets.checkpoint import CheckpointStore, Claim, open_store
 
 BATCH_SIZE = 20
 CLAIM_LIMIT = 7
@@ -38,6 +38,18 @@ def index_of(record_id: str) -> int:
     return int(record_id.rsplit("-", 1)[1])
 
 
+def settle(store: CheckpointStore, claim: Claim, released: set[str]) -> None:
+    """Finish one claim the way the protocol says."""
+    i = index_of(claim.record_id)
+    if i % 5 == 0 and claim.attempts == 1:
+        store.fail(claim, PLANNED_ERROR, retry_in_seconds=0)
+    elif i % 7 == 0 and claim.attempts == 1 and claim.record_id not in released:
+        released.add(claim.record_id)
+        store.release(claim)
+    else:
+        store.succeed(claim, {"token": claim.lease_token, "attempts": claim.attempts})
+
+
 def main(url: str, scope: str, batches: int) -> None:
     """Hammer the store until killed (or until every batch is settled)."""
     ops, busy, started = 0, 0.0, time.perf_counter()
@@ -48,27 +60,20 @@ def main(url: str, scope: str, batches: int) -> None:
         next_batch = len(registered)
         while True:
             call, before = time.perf_counter(), ops
-            if next_batch < batches:
+            claims = store.claim(scope, "hammer", lease_seconds=LEASE_SECONDS, limit=CLAIM_LIMIT)
+            # New work only when the due pool runs dry, so the backlog stays small.
+            if len(claims) < CLAIM_LIMIT and next_batch < batches:
                 store.register(scope, [(r, {"batch": next_batch}) for r in record_ids(next_batch)])
                 next_batch += 1
                 ops += 1
-            claims = store.claim(scope, "hammer", lease_seconds=LEASE_SECONDS, limit=CLAIM_LIMIT)
             for claim in claims:
-                i = index_of(claim.record_id)
-                if i % 5 == 0 and claim.attempts == 1:
-                    store.fail(claim, PLANNED_ERROR, retry_in_seconds=0)
-                elif i % 7 == 0 and claim.attempts == 1 and claim.record_id not in released:
-                    released.add(claim.record_id)
-                    store.release(claim)
-                else:
-                    store.succeed(claim, {"token": claim.lease_token, "attempts": claim.attempts})
+                settle(store, claim, released)
             busy += time.perf_counter() - call
             ops += 1 + len(claims)
             if ops // REPORT_EVERY != before // REPORT_EVERY:
                 print(f"ops {ops} busy {busy / (time.perf_counter() - started):.3f}", flush=True)
             if not claims and next_batch >= batches:
                 time.sleep(LEASE_SECONDS / 3)  # only a dead life's leases are left to expire
-
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

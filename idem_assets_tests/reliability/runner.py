@@ -52,11 +52,16 @@ def definitions(spec: dict[str, Any]) -> dg.Definitions:
 
 
 def failures(result: dg.ExecuteInProcessResult) -> list[str]:
-    """The error message of every failed step (empty for a successful run)."""
+    """Every failed step's error with its causes, as a user sees it (empty on success)."""
     messages = []
     for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data.error is not None:
-            messages.append(f"{event.step_key}: {event.step_failure_data.error.message.strip()}")
+        if not event.is_step_failure:
+            continue
+        error, chain = event.step_failure_data.error, []
+        while error is not None:
+            chain.append(error.message.strip())
+            error = error.cause
+        messages.append(f"{event.step_key}: " + " <- ".join(chain))
     return messages
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
@@ -65,7 +64,7 @@ def test_bad_input_follows_the_policy(case, tmp_path):
         untouched = {t: state(project, t) for t in before} == before
         record_row("bad_input", case.name, runs=2, faults=case.problem, equal=untouched,
                    duplicates=0, lost=0, outcome="error, tables untouched",
-                   error=errors[:200])
+                   error=errors.rsplit(" <- ", 1)[-1][:200])
         assert untouched
         return
 
@@ -80,10 +79,12 @@ def test_bad_input_follows_the_policy(case, tmp_path):
     expected = {(f"{case.source}/date={KEY}/{name}", row): text
                 for (name, row), text in case.quarantined.items()}
     metadata = json.dumps(materialization_metadata(result)[case.source], default=str)
+    by_key = {r[NATURAL_KEYS[case.source][0]]: r for r in table.to_pylist()}
+    values = {k: {c: by_key.get(k, {}).get(c) for c in cols} for k, cols in case.values.items()}
     equal = (set(keys) == GOOD_KEYS[case.source] | set(case.loads)
              and set(stored) == set(expected)
              and all(expected[k] in stored[k] for k in expected)
-             and case.reported in metadata)
+             and case.reported in metadata and values == case.values)
     record_row("bad_input", case.name, runs=2, faults=case.problem, equal=equal,
                duplicates=len(keys) - len(set(keys)), lost=accounting["unaccounted"],
                outcome=f"{len(stored)} quarantined, {len(set(keys))} loaded",
@@ -94,4 +95,5 @@ def test_bad_input_follows_the_policy(case, tmp_path):
     for row, text in expected.items():
         assert text in stored[row], (row, stored[row])
     assert case.reported in metadata, metadata
+    assert values == case.values
     assert accounting["quarantined"] == len(expected) and accounting["unaccounted"] == 0

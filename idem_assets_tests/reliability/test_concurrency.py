@@ -93,8 +93,8 @@ def verify_rerun_is_a_no_op(project: Project, first: str, last: str | None = Non
 
 
 def report(scenario: str, project: Project, reference: Project, runs: int,
-           outcomes: list[ChildOutcome], faults: str) -> None:
-    """Compare with the clean lake, record the row, and require equality."""
+           outcomes: list[ChildOutcome], faults: str) -> int:
+    """Compare with the clean lake, record the row, require equality; returns the commits."""
     succeeded, failed, attempts, commits = judge(outcomes)
     comparison = compare_lakes(project.lake, reference.lake)
     record_row("concurrency", scenario, runs=runs, faults=faults, equal=comparison.equal,
@@ -105,6 +105,7 @@ def report(scenario: str, project: Project, reference: Project, runs: int,
     assert comparison.equal, comparison
     assert (comparison.duplicates, comparison.lost, comparison.extra) == (0, 0, 0)
     assert succeeded >= 1
+    return commits
 
 
 @pytest.mark.parametrize(("workers", "backend", "loaded"), [
@@ -123,8 +124,9 @@ def test_concurrent_runs_of_one_partition_equal_one_clean_run(
     day = DAY2 if loaded else DAY1
     outcomes = race(project, tmp_path / "work", [[day]] * workers)
     scenario = f"same_partition_x{workers}_{backend}_{'existing' if loaded else 'new'}_tables"
-    report(scenario, project, clean["day2" if loaded else "day1"], workers, outcomes,
-           f"{workers} processes materialize {day} at once")
+    commits = report(scenario, project, clean["day2" if loaded else "day1"], workers, outcomes,
+                     f"{workers} processes materialize {day} at once")
+    assert commits == len(DAILY_TABLES)  # one writer commits each table, the rest find it done
     verify_rerun_is_a_no_op(project, day)
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from deltalake import write_deltalake
 
 from idem_assets.checkpoint import Status
 from idem_assets.io_manager.tracking import LEASE_TOKEN_KEY
+from idem_assets.lake import read_rows
 from idem_assets_tests.harness import Project
 from idem_assets_tests.reliability.watch import kill_between_files_and_commit
 from idem_assets_tests.reliability.world import (
@@ -79,8 +81,9 @@ def recover(project: Project, work: Path) -> ChildOutcome:
 
 def crashed_record(project: Project, asset: str, run_id: str):
     """The checkpoint record of the dead run's write of ``asset`` for day 2."""
+    prefix = f"{WINDOW2}/{run_id}"
     found = [t for t in trackers(project.checkpoint.resolved_url, f"lake/{asset}")
-             if t.record_id == f"{WINDOW2}/{run_id}"]
+             if t.record_id == prefix or t.record_id.startswith(f"{prefix}/")]
     assert len(found) == 1, found
     return found[0]
 
@@ -141,7 +144,7 @@ def test_sigkill_with_data_files_written_but_not_committed(scenario, landing, cl
     else:
         raise AssertionError(f"the {doing} committed before the watcher could kill it, "
                              f"{WATCH_ATTEMPTS} times")
-    assert kill.new_files >= 1 and kill.version_at_kill == kill.version_before
+    assert kill.new_files >= 1 and kill.version_after == kill.version_before
     assert project.version(table) == kill.version_before  # orphan files, no commit
     record = crashed_record(project, table, child.run_ids[0])
     assert record.status == Status.IN_PROGRESS
@@ -152,3 +155,14 @@ def test_sigkill_with_data_files_written_but_not_committed(scenario, landing, cl
     assert_converged(project, clean, scenario,
                      f"SIGKILL during {doing}: {kill.new_files} Parquet file(s) written, "
                      "no log entry", watcher_attempts=attempt, crashed_record="ignored")
+
+
+def test_the_comparison_sees_lost_duplicated_and_extra_rows(landing, clean, tmp_path):
+    partial = day1_loaded(tmp_path / "partial", landing)
+    missing_day = compare_lakes(partial.lake, clean.lake, ["orders"])
+    assert not missing_day.equal and missing_day.lost > 0 and missing_day.differing == ("orders",)
+    assert compare_lakes(clean.lake, partial.lake, ["orders"]).extra == missing_day.lost
+    one_row = read_rows(partial.lake.table("orders").open()).slice(0, 1)
+    write_deltalake(partial.lake.table("orders").uri, one_row, mode="append")
+    doubled = compare_lakes(partial.lake, clean.lake, ["orders"])
+    assert doubled.duplicates == 1 and not doubled.equal

@@ -2,10 +2,10 @@
 
 ``write_deltalake`` and ``merge().execute()`` write the new Parquet files and then the
 ``_delta_log`` entry inside one Rust call, so no crash point can sit between the two.
-The parent watches the table directory instead: as soon as a new Parquet file shows
-up it freezes the child (SIGSTOP), reads the newest log version, and SIGKILLs it. The
-kill counts as a hit only if no new log version existed at the freeze, so the state
-left behind is exactly "data files written, commit not written".
+The parent watches the table directory instead and SIGKILLs the child as soon as a new
+Parquet file shows up. The kill counts as a hit only if, once the child is dead, the
+table holds new data files and no new log version: exactly "data files written, commit
+not written". Otherwise (the commit won the race) the caller tries again.
 """
 
 from __future__ import annotations
@@ -55,25 +55,24 @@ class UncommittedKill:
     hit: bool
     new_files: int
     version_before: int
-    version_at_kill: int
+    version_after: int
 
 
 def kill_between_files_and_commit(process: subprocess.Popen[bytes], table_dir: Path,
                                   timeout: float = 180.0) -> UncommittedKill:
-    """SIGKILL ``process`` once new data files exist in ``table_dir``; report what it hit."""
+    """SIGKILL ``process`` once new data files exist in ``table_dir``; report what it left."""
     before_files, before_version = data_files(table_dir), log_version(table_dir)
     deadline = time.monotonic() + timeout
     while process.poll() is None and time.monotonic() < deadline:
         if data_files(table_dir) - before_files:
-            os.kill(process.pid, signal.SIGSTOP)
-            version = log_version(table_dir)
             os.kill(process.pid, signal.SIGKILL)
-            process.wait()
-            new = data_files(table_dir) - before_files
-            return UncommittedKill(version == before_version, len(new), before_version, version)
+            break
         time.sleep(_POLL_SECONDS)
     if process.poll() is None:
         process.kill()
     process.wait()
-    return UncommittedKill(False, len(data_files(table_dir) - before_files), before_version,
-                           log_version(table_dir))
+    # Judged on what the dead process left behind: signals are delivered asynchronously,
+    # so only the state after its death tells whether the commit made it.
+    new, version = len(data_files(table_dir) - before_files), log_version(table_dir)
+    return UncommittedKill(process.returncode == -signal.SIGKILL and new > 0
+                           and version == before_version, new, before_version, version)

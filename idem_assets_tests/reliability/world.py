@@ -21,12 +21,11 @@ from idem_assets.faults import CRASH_ENV, CRASH_MARKER
 from idem_assets.lake import fingerprint, read_rows
 from idem_assets.resources import NOTIFY_TOKEN_ENV, CheckpointResource, LakeResource
 from idem_assets_tests.harness import Project
+from idem_assets_tests.reliability.report import REPORT_DIR, RESULTS_ENV
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-REPORT_DIR = PROJECT_ROOT / "test-artifacts" / "reliability"
 # `make reliability` names the file; otherwise each pytest process writes its own, so that
 # sessions running side by side never mix or truncate each other's rows.
-RESULTS_ENV = "IDEM_RELIABILITY_RESULTS"
 _SESSION_FILE = f"results-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
 CHILD_TIMEOUT = 180.0
 
@@ -152,15 +151,17 @@ def compare_lakes(lake: LakeResource, clean: LakeResource,
     differing = []
     for table in tables:
         got_table, want_table = lake.table(table).open(), clean.table(table).open()
-        got = [] if got_table is None else read_rows(got_table).to_pylist()
-        want = [] if want_table is None else read_rows(want_table).to_pylist()
-        got_keys, want_keys = keys_of(got, table), keys_of(want, table)
+        got = None if got_table is None else read_rows(got_table)
+        want = None if want_table is None else read_rows(want_table)
+        got_keys = [] if got is None else keys_of(got.to_pylist(), table)
+        want_keys = [] if want is None else keys_of(want.to_pylist(), table)
         duplicates += len(got_keys) - len(set(got_keys))
         lost += len(set(want_keys) - set(got_keys))
         extra += len(set(got_keys) - set(want_keys))
-        same = (got_table is None) == (want_table is None) and (
-            got_table is None or fingerprint(read_rows(got_table))
-            == fingerprint(read_rows(want_table)))
+        if got is None or want is None:
+            same = got is want
+        else:
+            same = fingerprint(got) == fingerprint(want)
         if not same:
             differing.append(table)
     return Comparison(not differing and duplicates == 0, duplicates, lost, extra,

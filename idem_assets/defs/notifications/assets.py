@@ -128,7 +128,7 @@ def notifications(
                 redriven += store.redrive(scope)
             total.registered += register(store, scope, notification_records(orders, day),
                                          max_attempts=config.max_attempts)
-            report = drain(store, scope, client, owner=worker_name(context.run_id),
+            report = drain(store, scope, client, owner=worker_name(context.run.run_id),
                            lease_seconds=config.lease_seconds, batch_size=config.batch_size,
                            retry_in_seconds=config.retry_in_seconds,
                            deadline_seconds=config.deadline_seconds)

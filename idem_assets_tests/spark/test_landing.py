@@ -1,0 +1,90 @@
+"""The Spark landing reader accepts and quarantines exactly what the local reader does."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+
+import pytest
+
+from idem_assets.lake import fingerprint
+from idem_assets.landing import CUSTOMERS, EVENTS, ORDERS, generate, read_days
+from idem_assets.landing.files import LandingFileError
+from idem_assets.spark.commit import nullable
+from idem_assets.spark.transforms import read_landing_spark, spark_fingerprint
+from idem_assets_tests.landing.builders import DAY, day_file, put
+from idem_assets_tests.spark.defects import write_defects
+
+pytestmark = pytest.mark.spark
+START, DAYS = dt.date(2024, 3, 1), 4
+END = START + dt.timedelta(days=DAYS)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """Four generated days with the default defects (seed 7)."""
+    landing = tmp_path_factory.mktemp("landing")
+    generate(landing, START, DAYS, seed=7)
+    return landing
+
+
+def _quarantined_files(rows) -> Counter:
+    return Counter((r["source_file"], r["partition_date"]) for r in rows)
+
+
+@pytest.mark.parametrize("contract", [ORDERS, CUSTOMERS, EVENTS], ids=lambda c: c.name)
+def test_generated_days_read_to_the_local_rows_and_quarantine(spark, generated, contract):
+    local = read_days(generated, contract, START, END)
+    batch = read_landing_spark(spark, generated, contract, START, END)
+    assert batch.counts() == (local.rows.num_rows, local.quarantine.num_rows)
+    assert spark_fingerprint(batch.rows) == fingerprint(local.rows)
+    assert batch.rows.toArrow().schema == nullable(contract.schema)
+    quarantined = [r.asDict() for r in batch.quarantine.collect()]
+    assert _quarantined_files(quarantined) == _quarantined_files(local.quarantine.to_pylist())
+    assert batch.files == tuple(f.relpath for f in local.files)
+
+
+def test_generated_orders_quarantine_the_planted_defects(spark, generated):
+    reasons = [r.reason for r in read_landing_spark(
+        spark, generated, ORDERS, START, END).quarantine.collect()]
+    assert sorted(r.split(":")[0] for r in reasons) == ["amount", "status"]
+    assert any("'lost' is not allowed" in r for r in reasons)
+    assert any("is negative" in r for r in reasons)
+
+
+def test_every_covered_defect_is_judged_like_the_local_reader(spark, tmp_path):
+    write_defects(tmp_path)
+    end = DAY + dt.timedelta(days=1)
+    local = read_days(tmp_path, ORDERS, DAY, end)
+    batch = read_landing_spark(spark, tmp_path, ORDERS, DAY, end)
+    assert batch.counts() == (local.rows.num_rows, local.quarantine.num_rows) == (16, 27)
+    assert fingerprint(batch.rows.toArrow()) == fingerprint(local.rows)
+    spark_rows = [r.asDict() for r in batch.quarantine.collect()]
+    assert _quarantined_files(spark_rows) == _quarantined_files(local.quarantine.to_pylist())
+    # Parquet rows keep their row numbers; CSV and JSON Lines rows cannot have them.
+    numbered = {(r["source_file"], r["row_number"]) for r in spark_rows if r["row_number"]}
+    assert numbered == {(r["source_file"], r["row_number"]) for r in local.quarantine.to_pylist()
+                        if r["source_file"].endswith(".parquet")}
+    by_reason = " | ".join(r["reason"] for r in spark_rows)
+    for expected in ("sub-microsecond", "2024-02-30", "outside the partition folder",
+                     "natural key is null or blank", "version column is null",
+                     "more than 2 decimal places", "is not an integer", "'PAID' is not allowed",
+                     "is negative", "header's 6 fields", "not a valid date and time",
+                     "does not fit decimal(18,2)", "file lacks contract column(s) amount",
+                     "not a JSON object", "file lacks contract column(s) status"):
+        assert expected in by_reason
+    assert batch.dropped_columns == local.dropped_columns
+    assert batch.notes == local.notes
+    assert batch.ignored_files == local.ignored_files
+
+
+def test_a_range_without_files_is_an_empty_batch(spark, tmp_path):
+    batch = read_landing_spark(spark, tmp_path, ORDERS, DAY, DAY + dt.timedelta(days=2))
+    assert batch.counts() == (0, 0)
+    assert batch.rows.columns == ORDERS.columns
+
+
+def test_an_unreadable_parquet_footer_names_the_file(spark, tmp_path):
+    put(tmp_path, day_file("broken.parquet"), b"PAR1 this is not parquet")
+    with pytest.raises(LandingFileError, match="broken.parquet"):
+        read_landing_spark(spark, tmp_path, ORDERS, DAY, DAY + dt.timedelta(days=1))

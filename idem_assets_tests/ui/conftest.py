@@ -1,0 +1,69 @@
+"""Fixtures: one `dagster dev` per module, a fresh Chromium profile per test, screenshots."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page
+
+from idem_assets_tests.ui.browser import chromium_context, open_page
+from idem_assets_tests.ui.server import ROOT, DagsterDev, start_dagster_dev
+
+ARTIFACTS = ROOT / "test-artifacts" / "ui"
+Snap = Callable[[str], Path]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Remember each phase's report on the test item, so fixtures can see a failure."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+@pytest.fixture(scope="module")
+def dagster_ui() -> Iterator[DagsterDev]:
+    """The code location in `dagster dev` over four generated landing days; killed after."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    # Not pytest's tmp_path: a module-scoped fixture outlives function tmp dirs.
+    root = Path(tempfile.mkdtemp(prefix="idem-ui-"))
+    server = start_dagster_dev(root, days=4, log_path=ARTIFACTS / "dagster-dev.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def page(request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A browser page in a fresh profile; screenshotted into the artefacts if the test fails."""
+    with chromium_context() as context:
+        page = open_page(context)
+        yield page
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            page.screenshot(path=str(ARTIFACTS / f"{_slug(request.node.name)}-FAILED.png"),
+                            full_page=True)
+
+
+@pytest.fixture
+def snap(page: Page, request: pytest.FixtureRequest) -> Snap:
+    """Save a screenshot of the page under test-artifacts/ui/<test>-<step>.png."""
+    counter = iter(range(1, 100))
+
+    def save(step: str) -> Path:
+        path = ARTIFACTS / f"{_slug(request.node.name)}-{next(counter):02d}-{_slug(step)}.png"
+        page.screenshot(path=str(path))
+        return path
+
+    return save
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()

@@ -1,0 +1,167 @@
+"""`dagster dev` started the way `make run` starts it, on a free loopback port, in tmp dirs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from idem_assets.landing.generator import generate
+from idem_assets_tests.harness import START
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_SECONDS = 180.0
+STOP_SECONDS = 30.0
+_LOCATION_STATUS = """
+query LocationStatus {
+  workspaceOrError {
+    __typename
+    ... on Workspace {
+      locationEntries {
+        name
+        loadStatus
+        locationOrLoadError { __typename ... on PythonError { message } }
+      }
+    }
+  }
+}
+"""
+
+
+class DagsterDevError(RuntimeError):
+    """`dagster dev` did not come up (the message carries the tail of its log)."""
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class DagsterDev:
+    """A running `dagster dev` (webserver + daemon) over a generated landing zone."""
+
+    root: Path
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        """Base URL of the UI."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def lake_dir(self) -> Path:
+        """Where the Delta tables land."""
+        return self.root / "lake"
+
+    def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run a GraphQL query (used to verify state, never to act for the user)."""
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            payload = json.loads(response.read())
+        if payload.get("errors"):
+            raise AssertionError(f"GraphQL errors: {payload['errors']}")
+        return payload["data"]
+
+    def log_tail(self, chars: int = 4000) -> str:
+        """The end of the server's combined output."""
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def wait_until_loaded(self, timeout: float = STARTUP_SECONDS) -> None:
+        """Block until the webserver answers and the code location has loaded."""
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise DagsterDevError(
+                    f"dagster dev exited with {self.process.returncode}:\n{self.log_tail()}"
+                )
+            try:
+                entries = self.graphql(_LOCATION_STATUS)["workspaceOrError"]["locationEntries"]
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+                last = str(error)
+            else:
+                loaded = [e for e in entries if e["loadStatus"] == "LOADED"]
+                errors = [e for e in loaded
+                          if e["locationOrLoadError"]["__typename"] == "PythonError"]
+                if errors:
+                    raise DagsterDevError(f"code location failed to load: {errors}")
+                if entries and len(loaded) == len(entries):
+                    return
+                last = f"locations: {entries}"
+            time.sleep(1.0)
+        raise DagsterDevError(f"not ready after {timeout:.0f} s ({last}):\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        """Stop the webserver, the daemon and their children: Ctrl-C to the group, then SIGKILL."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(timeout=STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=STOP_SECONDS)
+        # Children of a group leader that already exited still hold the group id.
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def dagster_dev_env(root: Path) -> dict[str, str]:
+    """The environment `make run` exports, pointed at ``root`` instead of ./data."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("IDEM_")}
+    env.update({
+        "DAGSTER_HOME": str(root / "dagster_home"),
+        "IDEM_LANDING_DIR": str(root / "landing"),
+        "IDEM_LAKE_DIR": str(root / "lake"),
+        "IDEM_STATE_URL": f"sqlite:///{root / 'state' / 'checkpoint.db'}",
+        # The daily assets never call the notification service; point it at a closed port.
+        "IDEM_NOTIFY_URL": f"http://127.0.0.1:{free_port()}",
+        "IDEM_NOTIFY_TOKEN": "ui-test-token",
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None) -> DagsterDev:
+    """Generate landing data, link the instance config and start `dagster dev`."""
+    generate(root / "landing", START, days, seed=7)
+    home = root / "dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    (root / "state").mkdir(exist_ok=True)
+    shutil.copyfile(ROOT / "dagster.yaml", home / "dagster.yaml")
+    port = free_port()
+    log_path = log_path or root / "dagster-dev.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    dagster = Path(sys.executable).with_name("dagster")
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+            cwd=ROOT, env=dagster_dev_env(root), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = DagsterDev(root=root, port=port, process=process, log_path=log_path)
+    try:
+        server.wait_until_loaded()
+    except BaseException:
+        server.stop()
+        raise
+    return server
