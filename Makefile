@@ -13,6 +13,18 @@ NOTIFY_PORT ?= 8765
 # set IDEM_NOTIFY_TOKEN yourself to use another.
 export IDEM_NOTIFY_TOKEN ?= local-dev-token
 export IDEM_NOTIFY_URL ?= http://127.0.0.1:$(NOTIFY_PORT)
+# Instance profile: sqlite (embedded, the default) or postgres (deploy/postgres/dagster.yaml,
+# connection from DAGSTER_PG_*; the checkpoint store goes to the same database).
+IDEM_INSTANCE ?= sqlite
+INSTANCE_YAML_sqlite := $(CURDIR)/dagster.yaml
+INSTANCE_YAML_postgres := $(CURDIR)/deploy/postgres/dagster.yaml
+INSTANCE_YAML := $(INSTANCE_YAML_$(IDEM_INSTANCE))
+ifeq ($(IDEM_INSTANCE),postgres)
+export DAGSTER_PG_PORT ?= 5432
+# libpq reads the password from PGPASSWORD, so it never appears in IDEM_STATE_URL.
+export PGPASSWORD ?= $(DAGSTER_PG_PASSWORD)
+export IDEM_STATE_URL ?= postgresql://$(DAGSTER_PG_USERNAME)@$(DAGSTER_PG_HOST):$(DAGSTER_PG_PORT)/$(DAGSTER_PG_DB)
+endif
 export IDEM_STATE_URL ?= sqlite:///$(CURDIR)/data/state/checkpoint.db
 SAMPLE_START ?= 2024-03-01
 SAMPLE_DAYS ?= 14
@@ -41,9 +53,17 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM)
 
+## Link the instance profile chosen by IDEM_INSTANCE into DAGSTER_HOME.
 dagster-home:
+	@if [ -z "$(INSTANCE_YAML)" ]; then \
+		echo "IDEM_INSTANCE must be sqlite or postgres, not '$(IDEM_INSTANCE)'" >&2; exit 2; fi
+	@if [ "$(IDEM_INSTANCE)" = postgres ]; then missing=; \
+		for name in DAGSTER_PG_HOST DAGSTER_PG_DB DAGSTER_PG_USERNAME DAGSTER_PG_PASSWORD; do \
+			[ -n "$${!name}" ] || missing="$$missing $$name"; done; \
+		if [ -n "$$missing" ]; then \
+			echo "IDEM_INSTANCE=postgres needs$$missing (see docs/deployment.md)" >&2; exit 2; fi; fi
 	@mkdir -p $(DAGSTER_HOME)
-	@ln -sf $(CURDIR)/dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	@ln -sf $(INSTANCE_YAML) $(DAGSTER_HOME)/dagster.yaml
 
 sample-data: install
 	@if [ -z "$$(ls -A $(IDEM_LANDING_DIR) 2>/dev/null)" ]; then \

@@ -249,8 +249,33 @@ def markdown(runs: list[Run]) -> str:
         "which in local mode also runs the executors (so it holds the shuffle and sort "
         "buffers, bounded by the heap, spilling to disk beyond it).",
         "- same table: both engines' tables have the same content fingerprint.",
+        "- A no-op rerun does the whole computation again (read, dedupe, stage, fingerprint) "
+        "and then commits nothing; the Spark rerun deletes its staged files.",
+        *summary(runs),
     ]
     return "\n".join(lines) + "\n"
+
+
+def summary(runs: list[Run]) -> list[str]:
+    """What the numbers show about driver memory, measured, not assumed."""
+    done = [r for r in runs if r.fingerprint != "over budget"]
+    spark = [r for r in done if r.engine == "spark"]
+    local = [r for r in done if r.engine == "local"]
+    lines = []
+    if spark and local:
+        lines.append(
+            f"- Driver peak RSS: Spark {min(r.driver_peak_mb for r in spark):,.0f}-"
+            f"{max(r.driver_peak_mb for r in spark):,.0f} MB for "
+            f"{min(r.input_rows for r in spark):,}-{max(r.input_rows for r in spark):,} input "
+            f"rows; local {min(r.driver_peak_mb for r in local):,.0f}-"
+            f"{max(r.driver_peak_mb for r in local):,.0f} MB for "
+            f"{min(r.input_rows for r in local):,}-{max(r.input_rows for r in local):,} rows.")
+    for run in runs:
+        if run.fingerprint == "over budget":
+            lines.append(f"- {run.engine} {run.table} SF {run.scale:g} was stopped when its "
+                         f"driver passed {run.driver_peak_mb:,.0f} MB; the other engine "
+                         "finished it.")
+    return lines
 
 
 def plot(runs: list[Run], path: Path) -> None:

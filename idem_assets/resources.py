@@ -2,8 +2,10 @@
 
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
+from dagster_deltalake import S3Config
 from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore, open_store
@@ -35,8 +37,14 @@ class LakeResource(dg.ConfigurableResource):
     )
     storage_options: dict[str, str] = Field(
         default_factory=dict,
-        description="delta-rs storage options for object stores (credentials come in "
-        "through dg.EnvVar, never literals).",
+        description="Extra delta-rs storage options for object stores (e.g. allow_http); "
+        "they override the s3 settings. No secrets here: use s3 with dg.EnvVar.",
+    )
+    s3: S3Config | None = Field(
+        default=None,
+        description="S3 or S3-compatible store for an s3:// lake_dir (dagster-deltalake "
+        "S3Config): pass credentials as dg.EnvVar. Left unset, delta-rs reads the standard "
+        "AWS_* environment variables itself.",
     )
 
     @property
@@ -58,7 +66,31 @@ class LakeResource(dg.ConfigurableResource):
         """The Delta table called ``name`` under the lake root."""
         if not name or any(part in ("", ".", "..") for part in name.split("/")):
             raise ValueError(f"invalid table name {name!r}")
-        return LakeTable(f"{self.lake_root}/{name}", dict(self.storage_options))
+        return LakeTable(f"{self.lake_root}/{name}", self.resolved_storage_options())
+
+    def resolved_storage_options(self) -> dict[str, str]:
+        """delta-rs storage options: the s3 settings overlaid by ``storage_options``.
+
+        Outside a Dagster run the fields may still hold ``dg.EnvVar`` objects; they are
+        read here, and a missing one is named (never its value).
+        """
+        # Not S3Config.str_dict(): str() of an unresolved dg.EnvVar raises by design.
+        settings = dict(self.s3) if self.s3 is not None else {}
+        settings.pop("provider", None)  # dagster-deltalake's tag, not a delta-rs option
+        settings.update(self.storage_options)
+        return {key: _env_value(key, value) for key, value in settings.items()
+                if value is not None}
+
+
+def _env_value(option: str, value: object) -> str:
+    """The value of a storage option, reading it from the environment if it is a dg.EnvVar."""
+    if not isinstance(value, dg.EnvVar):
+        return str(value)
+    resolved = value.get_value()
+    if resolved is None:
+        raise ValueError(f"storage option {option!r}: environment variable {value.env_var_name} "
+                         "is not set")
+    return resolved
 
 
 
@@ -128,3 +160,28 @@ class NotificationResource(dg.ConfigurableResource):
             max_retries=self.max_retries,
             backoff_seconds=self.backoff_seconds,
         )
+
+
+class SparkResource(dg.ConfigurableResource):
+    """The Spark engine's session: local mode by default, any ``spark.master`` by config.
+
+    Nothing starts until a run selects ``engine: spark``; pyspark is only imported then,
+    so the code location loads without it. The session is built through
+    dagster-pyspark's ``PySparkResource`` with the engine's required settings (UTC,
+    microsecond Parquet timestamps, ANSI mode); see docs/spark.md.
+    """
+
+    master: str = Field(
+        default="local[2]",
+        description="spark.master: local[N] on one machine, or a cluster URL (spark://, yarn, "
+        "k8s://) where executors have this package installed.",
+    )
+    conf: dict[str, str] = Field(
+        default_factory=dict, description="Extra Spark settings (spark.executor.memory, …)."
+    )
+
+    def session(self) -> Any:
+        """The SparkSession (started on first use)."""
+        from idem_assets.spark import pyspark_resource, session_of
+
+        return session_of(pyspark_resource(self.master, self.conf, lazy=True))

@@ -44,17 +44,20 @@ class Project:
         return build_definitions(default_resources(self.lake, self.checkpoint, notifier))
 
     def run_days(self, first: str, last: str | None = None,
-                 assets: Sequence[str] | None = None) -> dg.ExecuteInProcessResult:
+                 assets: Sequence[str] | None = None,
+                 run_config: dict | None = None) -> dg.ExecuteInProcessResult:
         """Run the daily job for one partition or, as one single run, an inclusive range."""
         job = self.definitions().resolve_job_def(daily_lake_job.name)
         selection = [dg.AssetKey(a) for a in assets] if assets else None
         if last is None or last == first:
             return job.execute_in_process(partition_key=first, instance=self.instance,
-                                          asset_selection=selection, raise_on_error=False)
+                                          asset_selection=selection, raise_on_error=False,
+                                          run_config=run_config)
         tags = {"dagster/asset_partition_range_start": first,
                 "dagster/asset_partition_range_end": last}
         return job.execute_in_process(tags=tags, instance=self.instance,
-                                      asset_selection=selection, raise_on_error=False)
+                                      asset_selection=selection, raise_on_error=False,
+                                      run_config=run_config)
 
     def run_job(self, name: str, partition: str | None = None,
                 run_config: dict | None = None) -> dg.ExecuteInProcessResult:

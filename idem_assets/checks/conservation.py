@@ -1,7 +1,6 @@
 """Conservation: every raw landing row is loaded, dropped as a duplicate, or quarantined."""
 
 import dagster as dg
-import pyarrow.compute as pc
 
 from idem_assets.checks.window import check_window
 from idem_assets.defs.lake_asset import LakeAssetDef
@@ -26,7 +25,7 @@ def loaded_rows(definition: LakeAssetDef, lake: LakeResource, window: Window,
         key = spec.natural_key[0]
         keys = deduplicated.rows.column(key).combine_chunks()
         found = read_rows(table, ranges=slice_conditions(spec, window, deduplicated),
-                          extra_filter=pc.field(key).isin(keys), columns=[key])
+                          keys=(key, keys), columns=[key])
         return len(set(found.column(key).to_pylist()))
     ranges = slice_conditions(spec, window, deduplicated)
     return read_rows(table, ranges=ranges, columns=list(spec.natural_key) or None).num_rows

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 import pyarrow as pa
+from pydantic import Field
 
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.landing.contract import SourceContract
@@ -34,6 +35,12 @@ class LakeAssetDef:
     column_descriptions: dict[str, str]
     # The landing source the asset loads, if any (enables the conservation check).
     landing_source: SourceContract | None = None
+    # Columns derived from the landing rows before writing (e.g. a partition column),
+    # on the local engine and on Spark (a function of a Spark DataFrame).
+    derive: Callable[[pa.Table], pa.Table] | None = None
+    derive_spark: Callable[[Any], Any] | None = None
+    # Bump when the transform changes: reruns skip only on unchanged inputs AND code.
+    code_version: str = "1"
 
     @property
     def key(self) -> dg.AssetKey:
@@ -60,6 +67,16 @@ class LakeAssetDef:
         }
 
 
+class EngineConfig(dg.Config):
+    """Where an asset's heavy transforms run, chosen per run (or per deployment)."""
+
+    engine: Literal["local", "spark"] = Field(
+        default="local",
+        description="local: Arrow/Polars in the run process. spark: executors read the landing "
+        "files, deduplicate and write Parquet; delta-rs commits (see docs/spark.md).",
+    )
+
+
 def lake_asset(
     definition: LakeAssetDef, *, description: str, daily: bool = True, **kwargs: Any
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
@@ -74,6 +91,7 @@ def lake_asset(
         backfill_policy=SINGLE_RUN_BACKFILL if daily else None,
         io_manager_key=LAKE_IO_MANAGER_KEY,
         metadata=definition.metadata(),
+        code_version=definition.code_version,
         group_name="lake",
         owners=OWNERS,
         kinds=KINDS,

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import PurePosixPath
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from idem_assets.io_manager import Window
-from idem_assets.lake import OneOf, date_range, overwrite_slice
+from idem_assets import __version__
+from idem_assets.defs.lake_asset import LakeAssetDef
+from idem_assets.io_manager import TableOutput, Window
+from idem_assets.io_manager.tracking import last_settled
+from idem_assets.lake import OneOf, date_range, files_signature, overwrite_slice
 from idem_assets.lake.predicates import Condition
 from idem_assets.landing.contract import SOURCES, SourceContract
-from idem_assets.landing.reader import QUARANTINE_SCHEMA, LandingBatch, read_days, read_snapshot
-from idem_assets.resources import LakeResource
+from idem_assets.landing.reader import (
+    QUARANTINE_SCHEMA,
+    LandingBatch,
+    day_signature,
+    read_days,
+    read_snapshot,
+    snapshot_signature,
+)
+from idem_assets.resources import CheckpointResource, LakeResource, SparkResource
 
 QUARANTINE_TABLE = "quarantine"
 _SOURCE_NAMES = frozenset(SOURCES)
@@ -40,12 +53,12 @@ def quarantine_conditions(contract: SourceContract, window: Window) -> list[Cond
 
 
 def write_quarantine(
-    lake: LakeResource, contract: SourceContract, batch: LandingBatch, window: Window
+    lake: LakeResource, contract: SourceContract, quarantine: pa.Table, window: Window
 ) -> int:
     """Replace this source's quarantine rows for the window; returns the table version."""
     result = overwrite_slice(
         lake.table(QUARANTINE_TABLE),
-        batch.quarantine,
+        quarantine,
         quarantine_conditions(contract, window),
         partition_by=["source", "partition_date"],
         schema=QUARANTINE_SCHEMA,
@@ -85,6 +98,87 @@ def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, 
     }
 
 
+def input_signature(definition: LakeAssetDef, lake: LakeResource, window: Window) -> str:
+    """Digest of everything an asset's output depends on: landing bytes, code, window."""
+    contract = definition.landing_source
+    assert contract is not None
+    if contract.daily:
+        inputs = [day_signature(lake.landing_path, contract, day) for day in window.days()]
+    else:
+        inputs = [snapshot_signature(lake.landing_path, contract)]
+    described = json.dumps({
+        "asset": definition.name, "code_version": definition.code_version,
+        "library": __version__, "window": window.label(), "inputs": inputs,
+    }, sort_keys=True)
+    return hashlib.sha256(described.encode()).hexdigest()
+
+
+def landing_output(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    checkpoint: CheckpointResource,
+    definition: LakeAssetDef,
+    window: Window,
+    spark: SparkResource | None = None,
+) -> TableOutput:
+    """An asset's output from its landing source, or a skip when nothing it reads changed.
+
+    The skip needs the last settled write of this window to carry the same input
+    signature (landing bytes + code version + window) and the slice's data files to be
+    the ones that write left; the IO manager checks the files again before accepting.
+    """
+    contract = definition.landing_source
+    assert contract is not None
+    signature = input_signature(definition, lake, window)
+    if _inputs_unchanged(context, lake, checkpoint, definition, window, signature):
+        return TableOutput.unchanged_inputs(signature)
+    if spark is not None:
+        return _spark_output(context, lake, spark, definition, window, signature)
+    rows = load_landing(context, lake, contract, window)
+    return TableOutput(definition.derive(rows) if definition.derive else rows, signature)
+
+
+def _inputs_unchanged(context: dg.AssetExecutionContext, lake: LakeResource,
+                      checkpoint: CheckpointResource, definition: LakeAssetDef, window: Window,
+                      signature: str) -> bool:
+    with checkpoint.open() as store:
+        settled = last_settled(store, definition.name, window)
+    if (settled is None or settled.input_signature != signature
+            or settled.files != files_signature(lake.table(definition.name).open(),
+                                                settled.conditions)):
+        return False
+    context.add_output_metadata({"input_signature": signature})
+    context.log.info(f"{definition.name} {window.label()}: landing files and code unchanged "
+                     "since the last settled write; not recomputed")
+    return True
+
+
+def _spark_output(context: dg.AssetExecutionContext, lake: LakeResource, spark: SparkResource,
+                  definition: LakeAssetDef, window: Window, signature: str) -> TableOutput:
+    """Landing rows read by Spark executors; only the (small) quarantine reaches the driver."""
+    from idem_assets.spark import read_landing_spark
+
+    contract = definition.landing_source
+    assert contract is not None and window.start is not None and window.end is not None
+    batch = read_landing_spark(spark.session(), lake.landing_path, contract, window.start,
+                               window.end).persist()
+    valid, bad = batch.counts()
+    quarantine = batch.quarantine.toArrow()
+    # The Spark reader cannot number CSV/JSON Lines rows; 0 marks "row unknown".
+    numbers = pc.fill_null(quarantine.column("row_number"), 0)
+    quarantine = quarantine.set_column(
+        quarantine.schema.get_field_index("row_number"), "row_number", numbers)
+    version = write_quarantine(lake, contract, quarantine, window)
+    context.add_output_metadata({
+        "engine": "spark", "landing_files": len(batch.files), "raw_rows": valid + bad,
+        "valid_rows": valid, "quarantined_rows": bad, "quarantine_version": version,
+    })
+    rows = batch.rows
+    if definition.derive_spark is not None:
+        rows = definition.derive_spark(rows)
+    return TableOutput(rows, signature, schema=definition.schema)
+
+
 def load_landing(
     context: dg.AssetExecutionContext,
     lake: LakeResource,
@@ -93,7 +187,7 @@ def load_landing(
 ) -> pa.Table:
     """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows."""
     batch = read_landing(lake, contract, window)
-    version = write_quarantine(lake, contract, batch, window)
+    version = write_quarantine(lake, contract, batch.quarantine, window)
     context.add_output_metadata(landing_metadata(batch, version))
     if batch.quarantine.num_rows:
         context.log.warning(

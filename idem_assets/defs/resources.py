@@ -11,6 +11,7 @@ from idem_assets.resources import (
     CheckpointResource,
     LakeResource,
     NotificationResource,
+    SparkResource,
 )
 
 
@@ -18,6 +19,7 @@ def default_resources(
     lake: LakeResource | None = None,
     checkpoint: CheckpointResource | None = None,
     notifier: NotificationResource | None = None,
+    spark: SparkResource | None = None,
 ) -> dict[str, object]:
     """Resources keyed as the assets expect them (tests pass their own in tmp dirs)."""
     lake = lake or LakeResource()
@@ -27,5 +29,6 @@ def default_resources(
         "lake": lake,
         "checkpoint": checkpoint,
         "notifier": notifier,
+        "spark": spark or SparkResource(),
         LAKE_IO_MANAGER_KEY: IdempotentDeltaIOManager(lake=lake, checkpoint=checkpoint),
     }

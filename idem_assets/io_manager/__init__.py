@@ -1,21 +1,24 @@
 """The idempotent Delta IO manager and its per-asset write spec."""
 
 from idem_assets.io_manager.manager import IdempotentDeltaIOManager, output_window, target_table
+from idem_assets.io_manager.output import StaleSkipError, TableOutput
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.strategies import (
     PreparedBatch,
     RerunComparison,
-    Window,
     compare,
     prepare,
     read,
     write,
 )
+from idem_assets.io_manager.window import Window
 
 __all__ = [
     "IdempotentDeltaIOManager",
     "PreparedBatch",
     "RerunComparison",
+    "StaleSkipError",
+    "TableOutput",
     "Window",
     "WriteSpec",
     "compare",

@@ -8,6 +8,8 @@ import polars as pl
 from pydantic import Field
 
 from idem_assets.faults import crash_point
+from idem_assets.io_manager.engines import SparkWrite, is_spark_frame, write_spark
+from idem_assets.io_manager.output import StaleSkipError, TableOutput
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.strategies import (
     PreparedBatch,
@@ -17,8 +19,14 @@ from idem_assets.io_manager.strategies import (
     slice_conditions,
     write,
 )
-from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat, window_id
-from idem_assets.lake import LakeTable, WriteResult, files_signature
+from idem_assets.io_manager.tracking import (
+    LakeWriteLog,
+    encode_conditions,
+    lease_heartbeat,
+    window_id,
+)
+from idem_assets.lake import LakeTable, WriteResult, date_range, files_signature
+from idem_assets.lake.predicates import Condition
 from idem_assets.partitions import window_dates
 from idem_assets.resources import CheckpointResource, LakeResource
 
@@ -36,8 +44,8 @@ def target_table(lake: LakeResource, spec: WriteSpec, asset_key: dg.AssetKey) ->
     return lake.table(spec.table or "/".join(asset_key.path))
 
 
-def write_metadata(spec: WriteSpec, batch: PreparedBatch, result: WriteResult, window: Window,
-                   seconds: float) -> dict[str, Any]:
+def write_metadata(spec: WriteSpec, batch: PreparedBatch, result: WriteResult,
+                   window: Window) -> dict[str, Any]:
     """Materialization metadata for one write: what was written, where, and its fingerprint."""
     return {
         "strategy": spec.strategy,
@@ -54,12 +62,40 @@ def write_metadata(spec: WriteSpec, batch: PreparedBatch, result: WriteResult, w
         "duplicates_dropped": batch.duplicates_dropped,
         "conflicting_keys": batch.conflicting_keys,
         "write_attempts": result.attempts,
-        "write_seconds": round(seconds, 3),
         # How a no-op was proven: "checkpoint" (files unchanged since the last settled
         # write, no data read) or "content" (compared with the stored rows).
         "no_op_proof": ("" if result.committed
                         else str(result.details.get("proven_by", "content"))),
     }
+
+
+def spark_metadata(spec: WriteSpec, outcome: SparkWrite, window: Window) -> dict[str, Any]:
+    """Materialization metadata of a write done by the Spark engine."""
+    result = outcome.result
+    return {
+        "strategy": spec.strategy,
+        "engine": "spark",
+        "table_uri": dg.MetadataValue.path(result.table_uri),
+        "partition_range": window.label(),
+        "delta_version": result.version,
+        "committed": result.committed,
+        "fingerprint": str(result.fingerprint),
+        "dagster/row_count": result.fingerprint.rows,
+        "rows_written": result.rows_written,
+        "rows_inserted": result.rows_inserted,
+        "rows_updated": result.rows_updated,
+        "duplicates_dropped": outcome.duplicates_dropped,
+        "conflicting_keys": outcome.conflicting_keys,
+        "write_attempts": result.attempts,
+        "no_op_proof": "" if result.committed else "content",
+    }
+
+
+def spark_conditions(spec: WriteSpec, window: Window) -> list[Condition]:
+    """The slice a Spark write covers: its partitions (merge: the whole table)."""
+    if spec.strategy == "overwrite" and window.start and window.end and spec.partition_column:
+        return [date_range(spec.partition_column, window.start, window.end)]
+    return []
 
 
 class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
@@ -82,12 +118,11 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         """Deduplicate per spec, write idempotently and tracked, attach the write's metadata."""
         if obj is None:
             return
+        output = obj if isinstance(obj, TableOutput) else TableOutput(obj)
         spec = WriteSpec.from_metadata(context.definition_metadata)
         target = target_table(self.lake, spec, context.asset_key)
         window = output_window(context)
         started = time.perf_counter()
-        batch = prepare(spec, obj)
-        batch_fp = batch.fingerprint
         asset = context.asset_key.to_user_string()
         with self.checkpoint.open() as store:
             log = LakeWriteLog(store, asset, window_id(window.start, window.end),
@@ -99,41 +134,91 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                     + ("its commit landed as version " + str(item.committed_version)
                        if item.committed_version is not None else "it never committed")
                 )
-            claim = log.begin({"fingerprint": str(batch_fp), "window": window.label()})
-            crash_point(f"lake.before_write/{asset}")
-            conditions = slice_conditions(spec, window, batch)
-            try:
-                with lease_heartbeat(self.checkpoint.resolved_url, claim,
-                                     self.write_lease_seconds):
-                    result = write(
-                        spec, target, batch, window,
-                        commit_metadata={
-                            "idem.asset": asset,
-                            "idem.window": window.label(),
-                            "idem.run_id": context.run_id,
-                            **log.commit_metadata(claim),
-                        },
-                        settled=log.last_settled(),
-                        conditions=conditions,
-                    )
-            except BaseException as error:
-                log.fail(claim, error)
-                raise
-            crash_point(f"lake.after_commit/{asset}")
-            # Sign the slice as of our own version: a later writer's files must not be
-            # credited with our fingerprint.
-            files = files_signature(target.open(result.version), conditions)
-            log.succeed(claim, {"fingerprint": str(result.fingerprint), "files": files,
-                                "version": result.version, "committed": result.committed})
-        seconds = time.perf_counter() - started
-        metadata = write_metadata(spec, batch, result, window, seconds)
+            if output.unchanged:
+                metadata = self._confirm_unchanged(log, spec, target, window, output)
+            else:
+                metadata = self._write(context, log, spec, target, window, output)
+        metadata["write_seconds"] = round(time.perf_counter() - started, 3)
         metadata["reconciled_records"] = len(reconciled)
         context.add_output_metadata(metadata)
         context.log.info(
             f"{spec.strategy} {target.uri} {window.label()}: "
-            + (f"committed version {result.version}" if result.committed
-               else f"unchanged, no commit (version {result.version})")
+            + (f"committed version {metadata['delta_version']}" if metadata["committed"]
+               else f"unchanged, no commit (version {metadata['delta_version']}, proven by "
+                    f"{metadata['no_op_proof']})")
         )
+
+    def _write(self, context: dg.OutputContext, log: LakeWriteLog, spec: WriteSpec,
+               target: LakeTable, window: Window, output: TableOutput) -> dict[str, Any]:
+        """Prepare, claim, write (or prove a no-op) and settle; the write's metadata."""
+        asset = context.asset_key.to_user_string()
+        spark = is_spark_frame(output.rows)
+        batch = None if spark else prepare(spec, output.rows)
+        planned = "computed on executors" if batch is None else str(batch.fingerprint)
+        claim = log.begin({"fingerprint": planned, "window": window.label()})
+        crash_point(f"lake.before_write/{asset}")
+        commit_metadata = {"idem.asset": asset, "idem.window": window.label(),
+                           "idem.run_id": context.run_id, **log.commit_metadata(claim)}
+        try:
+            with lease_heartbeat(self.checkpoint.resolved_url, claim, self.write_lease_seconds):
+                if batch is None:
+                    outcome = write_spark(spec, target, output.rows, window, output.schema,
+                                          commit_metadata)
+                    result = outcome.result
+                else:
+                    result = write(spec, target, batch, window, commit_metadata,
+                                   settled=log.last_settled(),
+                                   conditions=slice_conditions(spec, window, batch))
+        except BaseException as error:
+            log.fail(claim, error)
+            raise
+        crash_point(f"lake.after_commit/{asset}")
+        conditions = (spark_conditions(spec, window) if batch is None
+                      else slice_conditions(spec, window, batch))
+        # Sign the slice as of our own version: a later writer's files must not be
+        # credited with our fingerprint.
+        files = files_signature(target.open(result.version), conditions)
+        rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
+        log.succeed(claim, {"fingerprint": str(result.fingerprint), "files": files,
+                            "version": result.version, "committed": result.committed,
+                            "rows": rows, "input_signature": output.input_signature,
+                            "conditions": encode_conditions(conditions)})
+        if batch is None:
+            metadata = spark_metadata(spec, outcome, window)
+        else:
+            metadata = write_metadata(spec, batch, result, window)
+        if output.input_signature:
+            metadata["input_signature"] = output.input_signature
+        return metadata
+
+    def _confirm_unchanged(self, log: LakeWriteLog, spec: WriteSpec, target: LakeTable,
+                           window: Window, output: TableOutput) -> dict[str, Any]:
+        """Record a skip on unchanged inputs, if the slice is still what was settled."""
+        settled = log.last_settled()
+        table = target.open()
+        if (settled is None or table is None or settled.input_signature != output.input_signature
+                or files_signature(table, settled.conditions) != settled.files):
+            raise StaleSkipError(
+                f"{target.uri} {window.label()} changed after the asset found its inputs "
+                "unchanged; rerun the partition to recompute it"
+            )
+        claim = log.begin({"fingerprint": settled.fingerprint, "window": window.label()})
+        log.succeed(claim, {"fingerprint": settled.fingerprint, "files": settled.files,
+                            "version": table.version(), "committed": False,
+                            "rows": settled.rows, "input_signature": settled.input_signature,
+                            "conditions": encode_conditions(settled.conditions)})
+        return {
+            "strategy": spec.strategy,
+            "table_uri": dg.MetadataValue.path(target.uri),
+            "partition_range": window.label(),
+            "delta_version": table.version(),
+            "committed": False,
+            "fingerprint": settled.fingerprint,
+            "dagster/row_count": settled.rows,
+            "rows_written": 0,
+            "no_op_proof": "inputs",
+            "input_signature": settled.input_signature,
+        }
 
     def load_input(self, context: dg.InputContext) -> Any:
         """Read the upstream table for the input's partitions, as Arrow or Polars."""

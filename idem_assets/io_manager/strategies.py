@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.tracking import SettledWrite
+from idem_assets.io_manager.window import Window
 from idem_assets.lake import (
     DedupeResult,
     Fingerprint,
@@ -30,23 +31,6 @@ from idem_assets.lake import (
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.merge import pruning_ranges
 from idem_assets.lake.predicates import Condition
-
-
-@dataclass(frozen=True)
-class Window:
-    """The ``[start, end)`` days a write or check covers; both None when unpartitioned."""
-
-    start: dt.date | None = None
-    end: dt.date | None = None
-
-    @property
-    def partitioned(self) -> bool:
-        """Whether this window restricts the table to a day range."""
-        return self.start is not None and self.end is not None
-
-    def label(self) -> str:
-        """Human-readable form for metadata and logs."""
-        return f"[{self.start}, {self.end})" if self.partitioned else "whole table"
 
 
 @dataclass(frozen=True)

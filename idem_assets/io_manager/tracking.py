@@ -12,9 +12,10 @@ no-op from table metadata alone.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,8 @@ from typing import Any
 from deltalake import DeltaTable
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, open_store
+from idem_assets.io_manager.window import Window
+from idem_assets.lake.predicates import Condition, Range
 
 LEASE_TOKEN_KEY = "idem.lease_token"
 RECORD_KEY = "idem.record"
@@ -38,6 +41,33 @@ class SettledWrite:
     fingerprint: str
     files: str
     version: int
+    rows: int = 0
+    # Signature of the inputs the rows were computed from, when the asset gave one.
+    input_signature: str | None = None
+    # The slice conditions the files signature covers (serialized, see encode_conditions).
+    conditions: tuple[Condition, ...] = ()
+
+
+def encode_conditions(conditions: Sequence[Condition]) -> list[dict[str, Any]]:
+    """JSON form of slice conditions (typed bounds: dates or ints)."""
+    encoded = []
+    for c in conditions:
+        if not isinstance(c, Range):
+            raise TypeError(f"only ranges describe a write slice, got {c!r}")
+        kind = "date" if isinstance(c.start, dt.date) else "int"
+        encoded.append({"column": c.column, "type": kind, "inclusive": c.inclusive,
+                        "start": str(c.start), "end": str(c.end)})
+    return encoded
+
+
+def decode_conditions(encoded: Sequence[Mapping[str, Any]]) -> tuple[Condition, ...]:
+    """Slice conditions back from their JSON form (validated again by Range)."""
+    parse = {"date": dt.date.fromisoformat, "int": int}
+    return tuple(
+        Range(str(c["column"]), parse[c["type"]](c["start"]), parse[c["type"]](c["end"]),
+              inclusive=bool(c["inclusive"]))
+        for c in encoded
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +126,9 @@ class LakeWriteLog:
             return None
         result = newest.result or {}
         return SettledWrite(newest.record_id, str(result.get("fingerprint")),
-                            str(result.get("files")), int(result.get("version", -1)))
+                            str(result.get("files")), int(result.get("version", -1)),
+                            int(result.get("rows", 0)), result.get("input_signature"),
+                            decode_conditions(result.get("conditions") or ()))
 
     def begin(self, payload: Mapping[str, Any]) -> Claim:
         """Register and claim this run's record before anything is committed."""
@@ -137,6 +169,12 @@ def _committed_version(table: DeltaTable | None, token: str | None) -> int | Non
         if entry.get(LEASE_TOKEN_KEY) == token:
             return int(entry["version"])
     return None
+
+
+def last_settled(store: CheckpointStore, asset: str, window: Window) -> SettledWrite | None:
+    """The newest settled write of an asset's window (None if there is none)."""
+    log = LakeWriteLog(store, asset, window_id(window.start, window.end), "-", 1.0)
+    return log.last_settled()
 
 
 @contextmanager

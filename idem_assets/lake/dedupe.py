@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from idem_assets.lake.fingerprint import row_hashes
 from idem_assets.lake.frames import FrameLike, to_arrow, to_polars
@@ -53,26 +51,31 @@ def survivors(frame: pl.DataFrame, key: Sequence[str], version_column: str | Non
     return ordered.unique(subset=list(key), keep="first", maintain_order=True)
 
 
+def _column(table: pa.Table, name: str) -> pl.Series:
+    # Only the key/sort columns are converted; Polars' hash-based n_unique is far
+    # faster than Arrow's count_distinct on integer keys.
+    series = pl.from_arrow(table.column(name), rechunk=False)
+    assert isinstance(series, pl.Series)
+    return series
+
+
 def _unique_in_arrow(table: pa.Table, key: list[str]) -> bool:
     """Single non-null key column with all values distinct (else: take the slow path)."""
     if len(key) != 1:
         return False
-    column = table.column(key[0])
-    return column.null_count == 0 and pc.count_distinct(column).as_py() == table.num_rows
+    column = _column(table, key[0])
+    return column.null_count() == 0 and column.n_unique() == table.num_rows
 
 
 def _sorted_in_arrow(table: pa.Table, columns: list[str]) -> bool:
-    """Cheap sufficient test: leading columns constant, then a numeric last one ascending."""
+    """Cheap sufficient test: leading columns constant, then the last one ascending."""
     *leading, last = columns
     for name in leading:
-        column = table.column(name)
-        if column.null_count or pc.count_distinct(column).as_py() > 1:
+        column = _column(table, name)
+        if column.null_count() or column.n_unique() > 1:
             return False
-    column = table.column(last)
-    if column.null_count or not pa.types.is_integer(column.type):
-        return False
-    values = column.to_numpy()
-    return bool(np.all(values[1:] >= values[:-1]))
+    column = _column(table, last)
+    return column.null_count() == 0 and column.is_sorted()
 
 
 def _conflicts(frame: pl.DataFrame, key: list[str], version_column: str) -> int:

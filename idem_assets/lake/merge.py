@@ -71,10 +71,10 @@ def plan_merge(
     """Compare a deduplicated batch with the stored rows of its keys."""
     key = list(key)
     ranges = pruning_ranges(batch, prune_columns)
-    key_filter = None
+    keys = None
     if len(key) == 1 and batch.num_rows:
-        key_filter = pc.field(key[0]).isin(batch.column(key[0]).combine_chunks())
-    current = read_rows(table, batch.schema, ranges=ranges, extra_filter=key_filter)
+        keys = (key[0], batch.column(key[0]).combine_chunks())
+    current = read_rows(table, batch.schema, ranges=ranges, keys=keys)
     current = current.select(batch.column_names) if current.num_rows else batch.schema.empty_table()
     stored = to_polars(conform(current, batch.schema)).with_columns(pl.lit(0).alias(_SIDE))
     incoming = to_polars(batch).with_columns(pl.lit(1).alias(_SIDE))

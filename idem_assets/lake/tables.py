@@ -5,17 +5,18 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from idem_assets.lake.predicates import Condition, OneOf
+from idem_assets.lake.predicates import Condition, OneOf, conjunction
 
 T = TypeVar("T")
 StorageOptions = Mapping[str, str] | None
@@ -56,33 +57,66 @@ class LakeTable:
         return self._options()
 
 
-def range_filter(rng: Condition) -> ds.Expression:
-    """The pyarrow dataset filter equal to a condition (prunes files by partition and stats)."""
-    col = pc.field(rng.column)
-    if isinstance(rng, OneOf):
-        return col == rng.value
-    upper = col <= rng.end if rng.inclusive else col < rng.end
-    return (col >= rng.start) & upper
+# Reading goes through delta-rs's own engine (``DeltaTable.scan``), not a pyarrow dataset
+# over delta-rs's filesystem handler: processes that used the latter abort at exit now
+# and then ("terminate called without an active exception", exit code 134), which a
+# Dagster step process must never do after reporting success.
+_KEY_CHUNK_ROWS = 1_000_000
 
 
 def read_rows(
     table: DeltaTable | None,
     schema: pa.Schema | None = None,
     ranges: Sequence[Condition] = (),
-    extra_filter: ds.Expression | None = None,
     columns: Sequence[str] | None = None,
+    keys: tuple[str, pa.Array] | None = None,
 ) -> pa.Table:
-    """Rows of ``table`` within all ``ranges`` (empty table of ``schema`` if none)."""
+    """Rows of ``table`` within all ``ranges`` (empty table of ``schema`` if none).
+
+    ``ranges`` become the scan predicate, so partitions and files whose statistics
+    cannot match are skipped. ``keys`` (column, values) keeps only rows whose column
+    value is among ``values``; it is applied while streaming, in bounded chunks.
+    """
     if table is None:
         if schema is None:
             raise ValueError("reading a missing table needs the expected schema")
-        return schema.empty_table()
-    dataset = table.to_pyarrow_dataset()
-    predicate: ds.Expression | None = extra_filter
-    for rng in ranges:
-        part = range_filter(rng)
-        predicate = part if predicate is None else predicate & part
-    return dataset.to_table(filter=predicate, columns=list(columns) if columns else None)
+        wanted = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+        return wanted.empty_table()
+    stored = table_schema(table)
+    wanted = stored if columns is None else pa.schema([stored.field(c) for c in columns])
+    reader = table.scan(columns=list(columns) if columns else None,
+                        predicate=conjunction(tuple(ranges)) or None)
+    batches = _matching(reader, keys) if keys is not None else _batches(reader)
+    # The engine hands out string views; give callers the table's declared types.
+    return pa.Table.from_batches([b.cast(wanted) for b in batches], schema=wanted)
+
+
+def _batches(reader: Any) -> Iterator[pa.RecordBatch]:
+    for batch in reader:
+        yield pa.record_batch(batch)
+
+
+def _matching(reader: Any, keys: tuple[str, pa.Array]) -> Iterator[pa.RecordBatch]:
+    column, values = keys
+    wanted = pl.DataFrame({column: pl.from_arrow(values)}).unique()
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+
+    def flush() -> Iterator[pa.RecordBatch]:
+        if not pending:
+            return
+        chunk = pl.from_arrow(pa.Table.from_batches(pending))
+        assert isinstance(chunk, pl.DataFrame)
+        kept = chunk.join(wanted.cast({column: chunk.schema[column]}), on=column, how="semi")
+        yield from kept.to_arrow().to_batches()
+
+    for batch in _batches(reader):
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= _KEY_CHUNK_ROWS:
+            yield from flush()
+            pending, rows = [], 0
+    yield from flush()
 
 
 def is_conflict(error: BaseException) -> bool:
@@ -138,18 +172,38 @@ def files_signature(table: DeltaTable | None, conditions: Sequence[Condition] = 
     """Digest of the data files that may hold rows matching ``conditions`` (metadata only).
 
     Delta data files are immutable and uniquely named, so if this digest is unchanged
-    since a write, nothing has touched that slice of the table since.
+    since a write, nothing has touched that slice of the table since. A file is in the
+    slice when its partition values, or else its min/max statistics, can match.
     """
     if table is None:
         return "absent"
-    dataset = table.to_pyarrow_dataset()
-    predicate: ds.Expression | None = None
+    actions = pa.table(table.get_add_actions(flatten=True))
+    keep = pa.array(np.ones(actions.num_rows, dtype=bool))
     for condition in conditions:
-        part = range_filter(condition)
-        predicate = part if predicate is None else predicate & part
-    paths = sorted(fragment.path for fragment in dataset.get_fragments(filter=predicate))
+        keep = pc.and_(keep, _may_match(actions, condition))
+    paths = sorted(pc.filter(actions.column("path"), keep).to_pylist())
     digest = hashlib.sha256()
     for path in paths:
         digest.update(path.encode())
         digest.update(b"\n")
     return f"{len(paths)}:{digest.hexdigest()[:32]}"
+
+
+def _may_match(actions: pa.Table, condition: Condition) -> pa.ChunkedArray:
+    """Per data file: whether rows matching ``condition`` may be in it (unknown = yes)."""
+    name = condition.column
+    if f"partition.{name}" in actions.column_names:
+        low = high = actions.column(f"partition.{name}")
+    elif f"min.{name}" in actions.column_names:
+        low, high = actions.column(f"min.{name}"), actions.column(f"max.{name}")
+    else:
+        return pa.chunked_array([np.ones(actions.num_rows, dtype=bool)])
+    if isinstance(condition, OneOf):
+        value = pa.scalar(condition.value)
+        may = pc.and_(pc.less_equal(low, value), pc.greater_equal(high, value))
+    else:
+        below_end = pc.less_equal if condition.inclusive else pc.less
+        start = pa.scalar(condition.start, type=low.type)
+        end = pa.scalar(condition.end, type=low.type)
+        may = pc.and_(pc.greater_equal(high, start), below_end(low, end))
+    return pc.fill_null(may, True)

@@ -29,6 +29,9 @@ from idem_assets.spark.staging import StagedWrite, filesystem
 # What a failed Spark action raises on the driver.
 SPARK_ERRORS = (CapturedException, Py4JJavaError)
 _BATCH_ROWS = 65_536
+# Table features that change neither how data files are read nor what a write must check.
+_PLAIN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
+_PLAIN_WRITER_FEATURES = _PLAIN_READER_FEATURES | {"appendOnly", "checkpointProtection"}
 
 
 @dataclass(frozen=True)
@@ -98,13 +101,24 @@ def nullable(schema: pa.Schema) -> pa.Schema:
 
 def require_plain_table(table: DeltaTable, partition_column: str | None,
                         schema: pa.Schema | None = None) -> None:
-    """Refuse tables the staged files would not fit: reader features, layout or schema."""
+    """Refuse tables the staged files would not fit: features, constraints, layout, schema.
+
+    Files are read and added as plain Parquet, and raw add actions are not checked against
+    constraints, so tables needing more (column mapping, deletion vectors, CHECK
+    constraints, generated or identity columns...) belong to a full Delta writer.
+    """
     protocol = table.protocol()
-    features = sorted(protocol.reader_features or [])
-    if protocol.min_reader_version > 1 and features:
+    reader = set(protocol.reader_features or []) - _PLAIN_READER_FEATURES
+    writer = set(protocol.writer_features or []) - _PLAIN_WRITER_FEATURES
+    constraints = [k for k in table.metadata().configuration if k.startswith("delta.constraints.")]
+    invariants = [f.name for f in table.schema().fields if "delta.invariants" in f.metadata]
+    if (protocol.min_reader_version == 2 or 3 <= protocol.min_writer_version <= 6 or reader
+            or writer or constraints or invariants):
         raise ValueError(
-            f"{table.table_uri} uses Delta reader features {features}; the Spark engine reads "
-            "data files directly and supports only tables without them (use Delta-Spark)")
+            f"{table.table_uri} needs Delta features the Spark engine does not apply "
+            f"(protocol {protocol.min_reader_version}/{protocol.min_writer_version}, features "
+            f"{sorted(reader | writer)}, constraints {constraints}, invariants {invariants}); "
+            "write it with the local engine or Delta-Spark")
     partitions = list(table.metadata().partition_columns)
     expected = [partition_column] if partition_column else []
     if partitions != expected:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -67,6 +68,16 @@ class SparkLandingBatch:
             F.col(REASON).alias("reason"),
             F.col(RAW).alias("raw_record"),
         )
+
+    def persist(self) -> SparkLandingBatch:
+        """Keep the judged rows (memory, spilling to disk): the files are parsed once for
+        ``rows``, ``quarantine`` and ``counts``. Call ``unpersist`` when done."""
+        self.judged.persist(StorageLevel.MEMORY_AND_DISK)
+        return self
+
+    def unpersist(self) -> None:
+        """Release what ``persist`` kept."""
+        self.judged.unpersist()
 
     def counts(self) -> tuple[int, int]:
         """(valid rows, quarantined rows), counted in one Spark job."""

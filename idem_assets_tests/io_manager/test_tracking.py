@@ -6,7 +6,7 @@ from deltalake import write_deltalake
 
 from idem_assets.checkpoint import Status, open_store
 from idem_assets.io_manager.tracking import LEASE_TOKEN_KEY, LakeWriteLog
-from idem_assets.lake import LakeTable
+from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.tables import commit_properties
 from idem_assets.landing.contract import ORDERS
 from idem_assets.landing.reader import read_days
@@ -31,9 +31,12 @@ def test_each_write_is_a_settled_record_and_reruns_are_proven_from_metadata(proj
     assert by_run[second.run_id].result["committed"] is False
     assert by_run[first.run_id].result["fingerprint"] == by_run[second.run_id].result["fingerprint"]
     md = materialization_metadata(second)
-    # The rerun did not read the partition: the slice's files are those of the first write.
-    assert md["orders"]["no_op_proof"] == "checkpoint"
-    assert md["customers"]["no_op_proof"] == "checkpoint"
+    # Landing assets skipped recomputing: same landing bytes and code, same slice files.
+    assert md["orders"]["no_op_proof"] == "inputs"
+    assert md["customers"]["no_op_proof"] == "inputs"
+    assert md["orders"]["fingerprint"] == materialization_metadata(first)["orders"]["fingerprint"]
+    # daily_sales recomputed, and its no-op was proven without reading the slice.
+    assert md["daily_sales"]["no_op_proof"] == "checkpoint"
 
 
 def test_changed_slice_is_not_trusted_from_the_checkpoint(project):
@@ -58,7 +61,7 @@ def test_crash_after_commit_is_reconciled_not_reapplied(project):
         log = LakeWriteLog(store, "orders", WINDOW, "crashed-run", lease_seconds=1)
         claim = log.begin({"fingerprint": "unknown"})
         # The crashed run's commit: same content, with its lease token in the metadata.
-        rows = target.open().to_pyarrow_table()
+        rows = read_rows(target.open())
         write_deltalake(target.open(), rows, mode="overwrite",
                         predicate=f"order_date = DATE '{KEY}'",  # test-only literal
                         commit_properties=commit_properties(log.commit_metadata(claim)))

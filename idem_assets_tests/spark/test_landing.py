@@ -35,13 +35,14 @@ def _quarantined_files(rows) -> Counter:
 @pytest.mark.parametrize("contract", [ORDERS, CUSTOMERS, EVENTS], ids=lambda c: c.name)
 def test_generated_days_read_to_the_local_rows_and_quarantine(spark, generated, contract):
     local = read_days(generated, contract, START, END)
-    batch = read_landing_spark(spark, generated, contract, START, END)
+    batch = read_landing_spark(spark, generated, contract, START, END).persist()
     assert batch.counts() == (local.rows.num_rows, local.quarantine.num_rows)
     assert spark_fingerprint(batch.rows) == fingerprint(local.rows)
     assert batch.rows.toArrow().schema == nullable(contract.schema)
     quarantined = [r.asDict() for r in batch.quarantine.collect()]
     assert _quarantined_files(quarantined) == _quarantined_files(local.quarantine.to_pylist())
     assert batch.files == tuple(f.relpath for f in local.files)
+    batch.unpersist()
 
 
 def test_generated_orders_quarantine_the_planted_defects(spark, generated):

@@ -170,3 +170,13 @@ def test_append_commits_each_txn_version_once_and_empty_batches_advance_it(spark
     table = DeltaTable(target.uri)
     assert table.transaction_version("feed") == 1 and table.version() == 1
     assert table_fingerprint(target) == fingerprint(orders.slice(0, 50))
+
+
+def test_a_table_with_check_constraints_is_left_to_a_checking_writer(spark, tmp_path, orders):
+    target = LakeTable(str(tmp_path / "orders"))
+    _local_overwrite(target, orders)
+    DeltaTable(target.uri).alter.add_constraint({"amount_not_negative": "amount >= 0"})
+    version = DeltaTable(target.uri).version()
+    with pytest.raises(ValueError, match="amount_not_negative"):
+        _spark_overwrite(spark, target, orders.slice(0, 5))
+    assert DeltaTable(target.uri).version() == version

@@ -21,7 +21,7 @@ from idem_assets_tests.harness import START
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 180.0
-STOP_SECONDS = 30.0
+STOP_SECONDS = 15.0
 _LOCATION_STATUS = """
 query LocationStatus {
   workspaceOrError {

@@ -241,9 +241,10 @@ def test_three_day_backfill_from_the_asset_graph_turns_every_partition_and_check
 
     # A single-run backfill policy: the whole range is one run.
     page.get_by_role("tab", name="Runs").click()
-    run_links = page.get_by_role("link", name="View", exact=True)
+    run_links = page.get_by_role("link", name=re.compile(r"\b[0-9a-f]{8}$"))
     expect(run_links).to_have_count(1)
     run_link = run_links.first.get_attribute("href") or ""
+    assert re.fullmatch(r"/runs/[0-9a-f-]{36}", run_link), run_link
     run_links.first.click()
     _wait_for_run_success(page)
     expected = {(asset, check, "succeeded") for asset, check in _checks_of(assets)}

@@ -5,10 +5,10 @@ import dagster as dg
 import pyarrow as pa
 
 from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
-from idem_assets.defs.landing_io import load_landing, read_landing
-from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.defs.landing_io import landing_output, read_landing
+from idem_assets.io_manager import TableOutput, Window, WriteSpec
 from idem_assets.landing.contract import PRODUCT_CATALOG
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource
 
 
 def catalog_rows(lake: LakeResource, window: Window) -> pa.Table:
@@ -38,6 +38,8 @@ CATALOG_TABLE = LakeAssetDef(
         "empty one. An unchanged snapshot commits nothing; an empty snapshot is refused."
     ),
 )
-def product_catalog(context: dg.AssetExecutionContext, lake: LakeResource) -> pa.Table:
+def product_catalog(
+    context: dg.AssetExecutionContext, lake: LakeResource, checkpoint: CheckpointResource
+) -> TableOutput:
     """Rows of the newest catalog snapshot."""
-    return load_landing(context, lake, PRODUCT_CATALOG, Window())
+    return landing_output(context, lake, checkpoint, CATALOG_TABLE, Window())

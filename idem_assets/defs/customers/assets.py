@@ -5,11 +5,11 @@ import dagster as dg
 import pyarrow as pa
 
 from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
-from idem_assets.defs.landing_io import load_landing, read_landing
-from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.defs.landing_io import landing_output, read_landing
+from idem_assets.io_manager import TableOutput, Window, WriteSpec
 from idem_assets.landing.contract import CUSTOMERS
 from idem_assets.partitions import partition_dates
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource
 
 
 def customer_changes(lake: LakeResource, window: Window) -> pa.Table:
@@ -44,7 +44,9 @@ CUSTOMERS_TABLE = LakeAssetDef(
         "backfilled in any order. Unchanged rows are not rewritten; a rerun commits nothing."
     ),
 )
-def customers(context: dg.AssetExecutionContext, lake: LakeResource) -> pa.Table:
+def customers(
+    context: dg.AssetExecutionContext, lake: LakeResource, checkpoint: CheckpointResource
+) -> TableOutput:
     """Customer changes of the partition range, to be merged."""
     window = Window(*partition_dates(context))
-    return load_landing(context, lake, CUSTOMERS, window)
+    return landing_output(context, lake, checkpoint, CUSTOMERS_TABLE, window)

@@ -1,16 +1,18 @@
 """events: every event_id held once across all days, the newest ingestion winning."""
 
 
+from typing import Any
+
 import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
-from idem_assets.defs.landing_io import load_landing, read_landing
-from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.defs.lake_asset import EngineConfig, LakeAssetDef, lake_asset
+from idem_assets.defs.landing_io import landing_output, read_landing
+from idem_assets.io_manager import TableOutput, Window, WriteSpec
 from idem_assets.landing.contract import EVENTS
 from idem_assets.partitions import partition_dates
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource, SparkResource
 
 EVENTS_SCHEMA = EVENTS.schema.append(pa.field("event_date", pa.date32()))
 
@@ -18,6 +20,13 @@ EVENTS_SCHEMA = EVENTS.schema.append(pa.field("event_date", pa.date32()))
 def with_event_date(rows: pa.Table) -> pa.Table:
     """Add ``event_date`` (UTC day of event_time): the table's physical partition column."""
     return rows.append_column("event_date", pc.cast(rows.column("event_time"), pa.date32()))
+
+
+def with_event_date_on_spark(rows: Any) -> Any:
+    """``with_event_date`` for a Spark DataFrame (pyspark is imported only when used)."""
+    from idem_assets.spark import with_event_date_spark
+
+    return with_event_date_spark(rows)
 
 
 def event_rows(lake: LakeResource, window: Window) -> pa.Table:
@@ -43,6 +52,8 @@ EVENTS_TABLE = LakeAssetDef(
         "event_date": "UTC day of event_time; Delta partition column used to prune the MERGE.",
     },
     landing_source=EVENTS,
+    derive=with_event_date,
+    derive_spark=with_event_date_on_spark,
 )
 
 
@@ -54,7 +65,14 @@ EVENTS_TABLE = LakeAssetDef(
         "batch's literal event_date range, so only the touched partitions are read."
     ),
 )
-def events(context: dg.AssetExecutionContext, lake: LakeResource) -> pa.Table:
+def events(
+    context: dg.AssetExecutionContext,
+    config: EngineConfig,
+    lake: LakeResource,
+    checkpoint: CheckpointResource,
+    spark: SparkResource,
+) -> TableOutput:
     """Events of the ingest-day range, to be merged."""
     window = Window(*partition_dates(context))
-    return with_event_date(load_landing(context, lake, EVENTS, window))
+    engine = spark if config.engine == "spark" else None
+    return landing_output(context, lake, checkpoint, EVENTS_TABLE, window, spark=engine)

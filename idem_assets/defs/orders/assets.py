@@ -4,12 +4,12 @@
 import dagster as dg
 import pyarrow as pa
 
-from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
-from idem_assets.defs.landing_io import load_landing, read_landing
-from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.defs.lake_asset import EngineConfig, LakeAssetDef, lake_asset
+from idem_assets.defs.landing_io import landing_output, read_landing
+from idem_assets.io_manager import TableOutput, Window, WriteSpec
 from idem_assets.landing.contract import ORDERS
 from idem_assets.partitions import partition_dates
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource, SparkResource
 
 
 def orders_rows(lake: LakeResource, window: Window) -> pa.Table:
@@ -46,7 +46,14 @@ ORDERS_TABLE = LakeAssetDef(
         "commit (replaceWhere). A rerun with unchanged landing files commits nothing."
     ),
 )
-def orders(context: dg.AssetExecutionContext, lake: LakeResource) -> pa.Table:
+def orders(
+    context: dg.AssetExecutionContext,
+    config: EngineConfig,
+    lake: LakeResource,
+    checkpoint: CheckpointResource,
+    spark: SparkResource,
+) -> TableOutput:
     """Newest version of each order for the partition range."""
     window = Window(*partition_dates(context))
-    return load_landing(context, lake, ORDERS, window)
+    engine = spark if config.engine == "spark" else None
+    return landing_output(context, lake, checkpoint, ORDERS_TABLE, window, spark=engine)

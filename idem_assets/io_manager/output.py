@@ -1,0 +1,38 @@
+"""What an asset may hand the IO manager besides a bare frame."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from idem_assets.lake.frames import FrameLike
+
+
+@dataclass(frozen=True)
+class TableOutput:
+    """An asset's rows plus the signature of the inputs they were computed from.
+
+    With ``rows=None`` the asset says: my inputs have the signature of the last settled
+    write of this window, so the table already holds my output. The IO manager accepts
+    that only if the slice's data files are still the ones that write left behind.
+    """
+
+    rows: FrameLike | None
+    input_signature: str | None = None
+    # The table schema, needed when rows are a Spark DataFrame written by executors.
+    schema: pa.Schema | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        """Whether the asset skipped computing because its inputs did not change."""
+        return self.rows is None
+
+    @classmethod
+    def unchanged_inputs(cls, input_signature: str) -> TableOutput:
+        """The output of an asset whose inputs match the last settled write."""
+        return cls(rows=None, input_signature=input_signature)
+
+
+class StaleSkipError(RuntimeError):
+    """An asset skipped on unchanged inputs, but the table slice moved in the meantime."""

@@ -1,0 +1,142 @@
+"""The PostgreSQL deployment profile, on a real PostgreSQL 15: runs, checks, sensors, state."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dagster as dg
+import pytest
+from dagster._core.scheduler.instigation import TickStatus
+from dagster._serdes import serialize_value
+from dagster_postgres import (
+    PostgresEventLogStorage,
+    PostgresRunStorage,
+    PostgresScheduleStorage,
+)
+
+from idem_assets.checkpoint import Status, open_store
+from idem_assets.landing.generator import generate
+from idem_assets.resources import CheckpointResource, LakeResource
+from idem_assets_tests.deploy.daemon import SensorDaemon, daemon_workspace
+from idem_assets_tests.harness import (
+    START,
+    Project,
+    check_results,
+    day_keys,
+    materialization_metadata,
+)
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = ROOT / "deploy" / "postgres" / "dagster.yaml"
+DAYS = 2
+
+
+@pytest.fixture
+def pg_instance(fresh_postgres_url, tmp_path, monkeypatch):
+    """DAGSTER_HOME holding the profile, env vars set as an operator would, the instance."""
+    url = urlsplit(fresh_postgres_url)
+    password = f"pw-{secrets.token_hex(8)}"  # the test server trusts loopback; never written
+    monkeypatch.setenv("DAGSTER_PG_HOST", url.hostname or "")
+    monkeypatch.setenv("DAGSTER_PG_PORT", str(url.port))
+    monkeypatch.setenv("DAGSTER_PG_DB", url.path.lstrip("/"))
+    monkeypatch.setenv("DAGSTER_PG_USERNAME", url.username or "")
+    monkeypatch.setenv("DAGSTER_PG_PASSWORD", password)
+    # The checkpoint store lives on the same server; libpq takes the password from PGPASSWORD.
+    monkeypatch.setenv("PGPASSWORD", password)
+    monkeypatch.setenv("IDEM_STATE_URL", fresh_postgres_url)
+    monkeypatch.setenv("IDEM_LANDING_DIR", str(tmp_path / "landing"))
+    monkeypatch.setenv("IDEM_LAKE_DIR", str(tmp_path / "lake"))
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(PROFILE, home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    generate(tmp_path / "landing", START, DAYS, seed=7)
+    instance = dg.DagsterInstance.get()
+    try:
+        yield instance, password
+    finally:
+        instance.dispose()
+
+
+def _project(instance: dg.DagsterInstance, root: Path) -> Project:
+    """The harness project wired to the env-configured resources, as the code location is."""
+    return Project(root=root, lake=LakeResource(), checkpoint=CheckpointResource(),
+                   instance=instance)
+
+
+def test_profile_keeps_runs_events_and_schedules_in_postgres_without_the_password(pg_instance):
+    instance, password = pg_instance
+    assert isinstance(instance.run_storage, PostgresRunStorage)
+    assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
+    assert isinstance(instance.schedule_storage, PostgresScheduleStorage)
+    # The instance ref travels on subprocess command lines: it must carry env names only.
+    ref = serialize_value(instance.get_ref())
+    assert password not in ref
+    assert "DAGSTER_PG_PASSWORD" in ref
+    assert password not in PROFILE.read_text()
+
+
+def test_materialize_rerun_and_checks_on_the_postgres_instance(pg_instance, tmp_path):
+    instance, _ = pg_instance
+    project = _project(instance, tmp_path)
+    day = day_keys(1)[0]
+    first, rerun = project.run_days(day), project.run_days(day)
+    assert first.success and rerun.success
+    for result in (first, rerun):
+        outcomes = check_results(result)
+        assert outcomes and all(outcomes.values()), outcomes
+        assert {("orders", "rerun_equality"), ("orders", "unique_natural_key")} <= set(outcomes)
+    before, after = materialization_metadata(first), materialization_metadata(rerun)
+    for table in ("orders", "customers", "events", "daily_sales"):
+        assert after[table]["fingerprint"] == before[table]["fingerprint"], table
+        assert after[table]["committed"] is False, table
+        assert after[table]["delta_version"] == before[table]["delta_version"], table
+
+    # Runs and materializations are in PostgreSQL, readable by any other process.
+    assert {run.run_id for run in instance.get_runs()} == {first.run_id, rerun.run_id}
+    events = instance.fetch_materializations(dg.AssetKey("orders"), limit=10).records
+    assert [e.run_id for e in events] == [rerun.run_id, first.run_id]
+    assert {e.partition_key for e in events} == {day}
+
+    # So are the lake write records of the checkpoint store (same server).
+    with open_store(project.checkpoint.resolved_url) as store:
+        assert store.backend == "postgresql"
+        writes = store.list("lake/orders")
+        assert len(writes) == 2
+        assert {w.status for w in writes} == {Status.SUCCEEDED}
+
+
+def test_landing_sensor_ticks_record_runs_and_the_instance_dedupes_run_keys(
+    pg_instance, tmp_path
+):
+    instance, _ = pg_instance
+    with daemon_workspace(instance, ROOT) as workspace:
+        daemon = SensorDaemon(workspace, "landing_sensor")
+        first = daemon.tick()
+        assert first.status == TickStatus.SUCCESS
+        runs = instance.get_runs()
+        # One run per (source, day): orders, customers and events for each landing day.
+        assert len(runs) == len(first.run_ids) == 3 * DAYS
+        keys = {run.tags["dagster/run_key"] for run in runs}
+        assert keys == set(first.run_keys) and len(keys) == 3 * DAYS
+        assert {run.tags["dagster/partition"] for run in runs} == set(day_keys(DAYS))
+        assert {run.status for run in runs} == {dg.DagsterRunStatus.QUEUED}
+
+        quiet = daemon.tick()  # same files, cursor remembers them
+        assert quiet.status == TickStatus.SKIPPED
+        assert quiet.run_ids == []
+
+        # Without its cursor the sensor asks for the same runs again; the instance knows
+        # those run keys and launches nothing.
+        daemon.forget_cursor()
+        replay = daemon.tick()
+        assert set(replay.run_keys) == keys
+        assert replay.run_ids == []
+        assert replay.status == TickStatus.SKIPPED
+        assert len(instance.get_runs()) == 3 * DAYS
+        assert len(daemon.ticks()) == 3
