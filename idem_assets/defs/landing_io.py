@@ -18,6 +18,7 @@ from idem_assets.io_manager.tracking import last_settled
 from idem_assets.lake import OneOf, date_range, files_signature, overwrite_slice
 from idem_assets.lake.predicates import Condition
 from idem_assets.landing.contract import SOURCES, SourceContract
+from idem_assets.landing.files import discover_day, discover_snapshot
 from idem_assets.landing.reader import (
     QUARANTINE_SCHEMA,
     LandingBatch,
@@ -147,7 +148,14 @@ def _inputs_unchanged(context: dg.AssetExecutionContext, lake: LakeResource,
             or settled.files != files_signature(lake.table(definition.name).open(),
                                                 settled.conditions)):
         return False
-    context.add_output_metadata({"input_signature": signature})
+    contract = definition.landing_source
+    assert contract is not None
+    ignored = unread_files(lake, contract, window)
+    context.add_output_metadata({
+        "input_signature": signature,
+        "ignored_files": dg.MetadataValue.json(dict(sorted(ignored.items())[:_MAX_LISTED_FILES])),
+    })
+    warn_unread(context, ignored)
     context.log.info(f"{definition.name} {window.label()}: landing files and code unchanged "
                      "since the last settled write; not recomputed")
     return True
@@ -179,6 +187,23 @@ def _spark_output(context: dg.AssetExecutionContext, lake: LakeResource, spark: 
     return TableOutput(rows, signature, schema=definition.schema)
 
 
+def warn_unread(context: dg.AssetExecutionContext, ignored: dict[str, str]) -> None:
+    """Log landing files nobody reads (hidden files are in-progress writes by convention)."""
+    unread = [(p, why) for p, why in sorted(ignored.items())
+              if not PurePosixPath(p).name.startswith((".", "_"))]
+    for relpath, why in unread[:_MAX_LISTED_FILES]:
+        context.log.warning(f"landing file {relpath} was not read: {why}")
+
+
+def unread_files(lake: LakeResource, contract: SourceContract, window: Window) -> dict[str, str]:
+    """Files in the window's landing folders that the reader leaves alone (listing only)."""
+    if contract.daily:
+        found = [discover_day(lake.landing_path, contract, day) for day in window.days()]
+    else:
+        found = [discover_snapshot(lake.landing_path, contract)]
+    return {path: why for item in found for path, why in item.ignored.items()}
+
+
 def load_landing(
     context: dg.AssetExecutionContext,
     lake: LakeResource,
@@ -194,10 +219,5 @@ def load_landing(
             f"{batch.quarantine.num_rows} {contract.name} row(s) quarantined in "
             f"{QUARANTINE_TABLE} for {window.label()}"
         )
-    # Hidden files are in-progress writes and markers by convention; anything else a
-    # producer put there and nobody reads deserves a person's eye.
-    unread = [(p, why) for p, why in sorted(batch.ignored_files.items())
-              if not PurePosixPath(p).name.startswith((".", "_"))]
-    for relpath, why in unread[:_MAX_LISTED_FILES]:
-        context.log.warning(f"landing file {relpath} was not read: {why}")
+    warn_unread(context, batch.ignored_files)
     return batch.rows

@@ -94,6 +94,24 @@ def test_assets_on_s3_rerun_without_new_versions(s3_bucket, tmp_path, monkeypatc
     assert not (tmp_path / "lake").exists()
 
 
+def test_the_code_location_reaches_s3_from_the_environment_alone(s3_bucket, tmp_path,
+                                                                  monkeypatch):
+    # What an operator sets: IDEM_LAKE_DIR and the standard AWS_* variables; no code.
+    monkeypatch.setenv("IDEM_LAKE_DIR", f"s3://{s3_bucket.name}/lake")
+    generate(tmp_path / "landing", START, 1, seed=7)
+    project = Project(
+        root=tmp_path, lake=LakeResource(landing_dir=str(tmp_path / "landing")),
+        checkpoint=CheckpointResource(url=f"sqlite:///{tmp_path / 'state' / 'checkpoint.db'}"),
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    assert project.lake.resolved_storage_options() == {}
+    result = project.run_days(day_keys(1)[0], assets=["orders"])
+    assert result.success and all(check_results(result).values())
+    rows = materialization_metadata(result)["orders"]["dagster/row_count"]
+    assert rows > 0 and project.table_fingerprint("orders").rows == rows
+    assert s3_bucket.keys("lake/orders/_delta_log/")
+
+
 def _orders_of(day: str, first_id: int, n: int = 50) -> pa.Table:
     return orders_table([order(first_id + i, day, amount=f"{i}.50") for i in range(n)])
 

@@ -30,6 +30,7 @@ from idem_assets.resources import (
     CheckpointResource,
     LakeResource,
     NotificationResource,
+    SparkResource,
 )
 from idem_assets_tests.harness import check_results, materialization_metadata
 
@@ -48,7 +49,7 @@ def definitions(spec: dict[str, Any]) -> dg.Definitions:
         lake=lake, checkpoint=checkpoint,
         write_lease_seconds=float(spec.get("write_lease_seconds", 60.0)))
     return build_definitions({"lake": lake, "checkpoint": checkpoint, "notifier": notifier,
-                              LAKE_IO_MANAGER_KEY: io_manager})
+                              "spark": SparkResource(), LAKE_IO_MANAGER_KEY: io_manager})
 
 
 def failures(result: dg.ExecuteInProcessResult) -> list[str]:

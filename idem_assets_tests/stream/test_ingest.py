@@ -146,7 +146,7 @@ def test_stream_quarantine_rows_survive_the_daily_quarantine_writers(
     for contract, window in ((EVENTS, Window(dt.date(2024, 3, 1), dt.date(2024, 3, 8))),
                              (PRODUCT_CATALOG, Window())):
         batch = read_landing(lake, contract, window)  # nothing landed: an empty slice
-        write_quarantine(lake, contract, batch, window)
+        write_quarantine(lake, contract, batch.quarantine, window)
     assert world.quarantined() == stream_rows
     table = world.quarantine.open()
     assert table.metadata().partition_columns == ["source", "partition_date"]
