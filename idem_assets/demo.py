@@ -37,9 +37,10 @@ class Row:
     partition: str
     rows: int
     duplicates: int
-    quarantined: int
+    quarantined: int | None
     version: int
     committed: bool
+    proof: str
     fingerprint: str
     checks: str
     checks_passed: bool
@@ -47,6 +48,11 @@ class Row:
 
 def _value(entry: object) -> object:
     return getattr(entry, "value", entry)
+
+
+def _optional_int(entry: object) -> int | None:
+    value = _value(entry)
+    return None if value is None else int(value)  # type: ignore[arg-type]
 
 
 def _rows_of(run: int, partition: str, result: dg.ExecuteInProcessResult) -> list[Row]:
@@ -68,9 +74,10 @@ def _rows_of(run: int, partition: str, result: dg.ExecuteInProcessResult) -> lis
                 partition=partition,
                 rows=int(_value(md["dagster/row_count"])),  # type: ignore[arg-type]
                 duplicates=int(_value(md.get("duplicates_dropped", 0))),  # type: ignore[arg-type]
-                quarantined=int(_value(md.get("quarantined_rows", 0))),  # type: ignore[arg-type]
+                quarantined=_optional_int(md.get("quarantined_rows")),
                 version=int(_value(md["delta_version"])),  # type: ignore[arg-type]
                 committed=bool(_value(md["committed"])),
+                proof=str(_value(md.get("no_op_proof", ""))) or "-",
                 fingerprint=str(_value(md["fingerprint"])),
                 checks=" ".join(f"{name}={'ok' if ok else 'FAIL'}" for name, ok in results),
                 checks_passed=all(ok for _, ok in results),
@@ -105,13 +112,15 @@ def table_fingerprints(lake: LakeResource) -> dict[str, str]:
 
 def _print_rows(rows: list[Row]) -> None:
     header = (f"{'pass':>4}  {'asset':<16} {'partition':<10} {'rows':>6} {'dups':>5} "
-              f"{'quar':>4} {'ver':>4} {'commit':<6} {'fingerprint':<35} checks")
+              f"{'quar':>4} {'ver':>4} {'commit':<6} {'no-op proof':<11} "
+              f"{'fingerprint':<35} checks")
     print(header)
     print("-" * len(header))
     for r in sorted(rows, key=lambda r: (r.run, r.asset, r.partition)):
+        quarantined = "-" if r.quarantined is None else str(r.quarantined)
         print(f"{r.run:>4}  {r.asset:<16} {r.partition:<10} {r.rows:>6} {r.duplicates:>5} "
-              f"{r.quarantined:>4} {r.version:>4} "
-              f"{'yes' if r.committed else 'no':<6} {r.fingerprint:<35} {r.checks}")
+              f"{quarantined:>4} {r.version:>4} "
+              f"{'yes' if r.committed else 'no':<6} {r.proof:<11} {r.fingerprint:<35} {r.checks}")
 
 
 def main(argv: list[str] | None = None) -> int:

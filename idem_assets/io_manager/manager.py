@@ -179,10 +179,13 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         # credited with our fingerprint.
         files = files_signature(target.open(result.version), conditions)
         rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
+        metadata_duplicates = (outcome.duplicates_dropped if batch is None
+                               else batch.duplicates_dropped)
         log.succeed(claim, {"fingerprint": str(result.fingerprint), "files": files,
                             "version": result.version, "committed": result.committed,
                             "rows": rows, "input_signature": output.input_signature,
-                            "conditions": encode_conditions(conditions)})
+                            "conditions": encode_conditions(conditions),
+                            "duplicates_dropped": int(metadata_duplicates)})
         if batch is None:
             metadata = spark_metadata(spec, outcome, window)
         else:
@@ -206,7 +209,8 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         log.succeed(claim, {"fingerprint": settled.fingerprint, "files": settled.files,
                             "version": table.version(), "committed": False,
                             "rows": settled.rows, "input_signature": settled.input_signature,
-                            "conditions": encode_conditions(settled.conditions)})
+                            "conditions": encode_conditions(settled.conditions),
+                            "duplicates_dropped": settled.duplicates_dropped})
         return {
             "strategy": spec.strategy,
             "table_uri": dg.MetadataValue.path(target.uri),
@@ -216,6 +220,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             "fingerprint": settled.fingerprint,
             "dagster/row_count": settled.rows,
             "rows_written": 0,
+            "duplicates_dropped": settled.duplicates_dropped,
             "no_op_proof": "inputs",
             "input_signature": settled.input_signature,
         }

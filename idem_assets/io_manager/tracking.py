@@ -46,6 +46,7 @@ class SettledWrite:
     input_signature: str | None = None
     # The slice conditions the files signature covers (serialized, see encode_conditions).
     conditions: tuple[Condition, ...] = ()
+    duplicates_dropped: int = 0
 
 
 def encode_conditions(conditions: Sequence[Condition]) -> list[dict[str, Any]]:
@@ -128,7 +129,8 @@ class LakeWriteLog:
         return SettledWrite(newest.record_id, str(result.get("fingerprint")),
                             str(result.get("files")), int(result.get("version", -1)),
                             int(result.get("rows", 0)), result.get("input_signature"),
-                            decode_conditions(result.get("conditions") or ()))
+                            decode_conditions(result.get("conditions") or ()),
+                            int(result.get("duplicates_dropped", 0)))
 
     def begin(self, payload: Mapping[str, Any]) -> Claim:
         """Register and claim this run's record before anything is committed."""
