@@ -4,26 +4,32 @@ from __future__ import annotations
 
 import secrets
 import socket
+import subprocess
+import sys
+import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 REGION = "us-east-1"
+STARTUP_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
 class S3Bucket:
-    """A fresh bucket on the local S3 server; credentials live only in the environment."""
+    """A fresh bucket on the local S3 server, and the test's generated credentials."""
 
     endpoint: str
     name: str
     credentials: dict[str, str]
 
-    def client(self):  # noqa: ANN201 - boto3 clients are generated types
+    def client(self) -> Any:
         """A boto3 client with the test's generated credentials."""
         return boto3.client(
             "s3", endpoint_url=self.endpoint, region_name=REGION,
@@ -46,15 +52,45 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3 API served over HTTP on a free loopback port for the session."""
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """moto's S3 API served over HTTP on a free loopback port, in its own process.
+
+    Not moto's in-process ThreadedMotoServer: delta-rs reads (``DeltaTable.scan``,
+    ``history``) keep the GIL while they wait for the network, so a server thread in
+    the same interpreter can never answer them.
+    """
     port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out, stderr=subprocess.STDOUT,
+        )
+    endpoint = f"http://127.0.0.1:{port}"
     try:
-        yield f"http://127.0.0.1:{port}"
+        _wait_until_serving(endpoint, server, log)
+        yield endpoint
     finally:
-        server.stop()
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+
+
+def _wait_until_serving(endpoint: str, server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"moto server exited with {server.returncode}:\n"
+                               f"{log.read_text(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"moto server not serving on {endpoint} after {STARTUP_SECONDS:.0f} s")
 
 
 @pytest.fixture

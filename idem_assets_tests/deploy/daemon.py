@@ -1,4 +1,9 @@
-"""One sensor-daemon iteration against a real instance, as `dagster-daemon` runs it."""
+"""One sensor-daemon iteration against a real instance, as `dagster-daemon` runs it.
+
+This reaches into Dagster's own daemon and test helpers (``dagster._daemon``,
+``dagster._core.test_utils``): there is no public API for "tick this sensor now".
+Expect to revisit it when upgrading Dagster.
+"""
 
 from __future__ import annotations
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,12 +30,14 @@ from idem_assets_tests.harness import (
     day_keys,
     materialization_metadata,
 )
+from idem_assets_tests.ui.server import start_dagster_dev
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "deploy" / "postgres" / "dagster.yaml"
 DAYS = 2
+RUNS_SECONDS = 420.0
 
 
 @pytest.fixture
@@ -140,3 +144,37 @@ def test_landing_sensor_ticks_record_runs_and_the_instance_dedupes_run_keys(
         assert replay.status == TickStatus.SKIPPED
         assert len(instance.get_runs()) == 3 * DAYS
         assert len(daemon.ticks()) == 3
+
+
+def test_dagster_dev_on_the_postgres_profile_runs_what_its_sensor_requests(
+    pg_instance, tmp_path, monkeypatch
+):
+    """`make run IDEM_INSTANCE=postgres`: webserver, daemon and run workers share PostgreSQL."""
+    instance, _ = pg_instance
+    root = tmp_path / "dev"
+    server = start_dagster_dev(root, days=1, log_path=root / "dagster-dev.log",
+                               profile=PROFILE, state_url=os.environ["IDEM_STATE_URL"])
+    try:
+        # What a person does in the UI's Automation tab: turn the landing sensor on.
+        with daemon_workspace(instance, ROOT) as workspace:
+            SensorDaemon(workspace, "landing_sensor")
+        deadline = time.monotonic() + RUNS_SECONDS
+        while time.monotonic() < deadline:
+            runs = instance.get_runs()
+            if len(runs) == 3 and all(run.is_finished for run in runs):
+                break
+            time.sleep(2)
+        else:
+            raise AssertionError(f"runs not finished: {[(r.run_id, r.status) for r in runs]}\n"
+                                 f"{server.log_tail()}")
+    finally:
+        server.stop()
+    assert {run.status for run in runs} == {dg.DagsterRunStatus.SUCCESS}
+    assert {run.tags["idem/source"] for run in runs} == {"orders", "customers", "events"}
+    assert len({run.tags["dagster/run_key"] for run in runs}) == 3
+    # The daemon's runs wrote the lake and their checkpoint records to the same server.
+    lake = LakeResource(landing_dir=str(root / "landing"), lake_dir=str(root / "lake"))
+    for table in ("orders", "customers", "events", "daily_sales"):
+        assert lake.table(table).exists(), table
+    with open_store(os.environ["IDEM_STATE_URL"]) as store:
+        assert {w.status for w in store.list("lake/orders")} == {Status.SUCCEEDED}

@@ -36,6 +36,20 @@ query LocationStatus {
   }
 }
 """
+_CHECK_EVALUATIONS = """
+query Checks($runId: ID!) {
+  logsForRun(runId: $runId) {
+    ... on EventConnection {
+      events {
+        __typename
+        ... on AssetCheckEvaluationEvent {
+          evaluation { checkName success partition assetKey { path } }
+        }
+      }
+    }
+  }
+}
+"""
 
 
 class DagsterDevError(RuntimeError):
@@ -79,6 +93,17 @@ class DagsterDev:
         if payload.get("errors"):
             raise AssertionError(f"GraphQL errors: {payload['errors']}")
         return payload["data"]
+
+    def check_evaluations(self, run_id: str) -> dict[tuple[str, str], tuple]:
+        """(asset, check) -> (passed, partition) of a run, straight from the instance."""
+        data = self.graphql(_CHECK_EVALUATIONS, {"runId": run_id})
+        found = {}
+        for event in data["logsForRun"]["events"]:
+            if event["__typename"] == "AssetCheckEvaluationEvent":
+                evaluation = event["evaluation"]
+                key = ("/".join(evaluation["assetKey"]["path"]), evaluation["checkName"])
+                found[key] = (evaluation["success"], evaluation["partition"])
+        return found
 
     def log_tail(self, chars: int = 4000) -> str:
         """The end of the server's combined output."""
@@ -125,14 +150,14 @@ class DagsterDev:
             pass
 
 
-def dagster_dev_env(root: Path) -> dict[str, str]:
+def dagster_dev_env(root: Path, state_url: str | None = None) -> dict[str, str]:
     """The environment `make run` exports, pointed at ``root`` instead of ./data."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("IDEM_")}
     env.update({
         "DAGSTER_HOME": str(root / "dagster_home"),
         "IDEM_LANDING_DIR": str(root / "landing"),
         "IDEM_LAKE_DIR": str(root / "lake"),
-        "IDEM_STATE_URL": f"sqlite:///{root / 'state' / 'checkpoint.db'}",
+        "IDEM_STATE_URL": state_url or f"sqlite:///{root / 'state' / 'checkpoint.db'}",
         # The daily assets never call the notification service; point it at a closed port.
         "IDEM_NOTIFY_URL": f"http://127.0.0.1:{free_port()}",
         "IDEM_NOTIFY_TOKEN": "ui-test-token",
@@ -141,13 +166,18 @@ def dagster_dev_env(root: Path) -> dict[str, str]:
     return env
 
 
-def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None) -> DagsterDev:
-    """Generate landing data, link the instance config and start `dagster dev`."""
+def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None, *,
+                      profile: Path = ROOT / "dagster.yaml",
+                      state_url: str | None = None) -> DagsterDev:
+    """Generate landing data, copy the instance profile into DAGSTER_HOME, start `dagster dev`.
+
+    Variables a profile reads (DAGSTER_PG_* for PostgreSQL) come from this environment.
+    """
     generate(root / "landing", START, days, seed=7)
     home = root / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     (root / "state").mkdir(exist_ok=True)
-    shutil.copyfile(ROOT / "dagster.yaml", home / "dagster.yaml")
+    shutil.copyfile(profile, home / "dagster.yaml")
     port = free_port()
     log_path = log_path or root / "dagster-dev.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,7 +185,7 @@ def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None) -
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT, env=dagster_dev_env(root), stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=dagster_dev_env(root, state_url), stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     server = DagsterDev(root=root, port=port, process=process, log_path=log_path)

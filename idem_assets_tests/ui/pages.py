@@ -1,0 +1,129 @@
+"""What a person does on each page of the Dagster UI, in the UI's own words (roles, text)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from idem_assets_tests.ui.browser import (
+    BACKFILL_TIMEOUT_MS,
+    RUN_TIMEOUT_MS,
+    choose_partitions,
+    metadata_value,
+)
+from idem_assets_tests.ui.server import DagsterDev
+
+_CHECK_LINE = re.compile(r"^Check (\w+) (succeeded|failed) for materialization of (\w+)\.$")
+
+
+def filter_graph(page: Page, selection: str) -> None:
+    """Type an asset selection into the lineage graph's search box, once the graph is there."""
+    search = page.get_by_role("textbox", name="Search and filter assets")
+    for _ in range(3):
+        # The editor re-mounts while the graph loads and drops keys typed before that.
+        expect(page.get_by_role("button", name="Materialize all…")).to_be_enabled()
+        expect(page.get_by_text("lake", exact=True).first).to_be_visible()
+        page.wait_for_load_state("networkidle")
+        search.focus()
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.type(selection)
+        page.keyboard.press("Enter")
+        if "/asset-groups~" in page.url:
+            return
+        page.wait_for_timeout(1000)
+        if "/asset-groups~" in page.url:
+            return
+    raise AssertionError(f"the lineage search did not take {selection!r}: {page.url}")
+
+
+def open_asset_from_graph(page: Page, server: DagsterDev, asset: str,
+                          snap: Callable[[str], Path]) -> None:
+    """Lineage → filter the lake group → select the node → open it in the catalog."""
+    page.goto(server.url)
+    page.get_by_role("link", name=re.compile(r"\bLineage$")).click()
+    filter_graph(page, 'group:"lake"')
+    node = page.locator(f'[data-tooltip="{asset}"]')
+    expect(node).to_be_visible()
+    snap("asset-graph")
+    node.click()
+    page.get_by_role("link", name="View in Asset Catalog").click()
+    expect(page).to_have_url(re.compile(rf"/assets/{asset}(\?|$)"))
+
+
+def launch_one_partition(page: Page, partition: str) -> str:
+    """From the open asset page: Materialize… one partition; follow the toast; the run id."""
+    page.get_by_role("button", name="Materialize…").click()
+    dialog = choose_partitions(page, partition)
+    expect(dialog.get_by_text("1 partition", exact=True)).to_be_visible()
+    dialog.get_by_role("button", name="Launch 1 run").click()
+    view = page.get_by_role("link", name="View", exact=True)
+    href = view.get_attribute("href") or ""
+    match = re.fullmatch(r"/runs/([0-9a-f-]{36})", href)
+    assert match, f"toast link {href!r} does not name a run"
+    view.click()
+    return match.group(1)
+
+
+def wait_for_run_success(page: Page) -> None:
+    """On a run page: wait for Success (and fail fast on Failure/Canceled)."""
+    outcome = page.get_by_text(re.compile(r"^(Success|Failure|Canceled)$")).first
+    expect(outcome).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    assert outcome.inner_text() == "Success", f"run ended {outcome.inner_text()}"
+
+
+def check_lines_of_run(page: Page) -> set[tuple[str, str, str]]:
+    """On a run page: filter the log to check evaluations; (asset, check, outcome) read off it."""
+    page.set_viewport_size({"width": 1600, "height": 2600})  # the log is virtualized
+    page.get_by_placeholder("Filter…").fill("type:ASSET_CHECK_EVALUATION")
+    lines = page.get_by_text(_CHECK_LINE)
+    expect(lines.first).to_be_visible()
+    found = set()
+    for text in lines.all_inner_texts():
+        match = _CHECK_LINE.match(text.strip())
+        assert match is not None
+        check, outcome, asset = match.groups()
+        found.add((asset, check, outcome))
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    return found
+
+
+def latest_materialization(page: Page, server: DagsterDev, asset: str) -> dict[str, str]:
+    """The asset's Events tab: which run made the newest event, and its write metadata."""
+    page.goto(f"{server.url}/assets/{asset}")
+    page.get_by_role("tab", name="Events").click()
+    header = page.get_by_text(re.compile(r"materialized in run [0-9a-f]{8}$")).first
+    expect(header).to_be_visible()
+    return {
+        "header": header.inner_text(),
+        **{key: metadata_value(page, key)
+           for key in ("committed", "fingerprint", "delta_version", "partition_range")},
+    }
+
+
+def scroll_to_metadata_row(page: Page, key: str) -> None:
+    """Bring a metadata row to the top of the view (for the screenshot)."""
+    row = page.get_by_role("row").filter(has=page.get_by_role("cell", name=key, exact=True))
+    row.first.evaluate("element => element.scrollIntoView({block: 'start'})")
+
+
+def backfill_rows(page: Page, assets: set[str]) -> dict[str, tuple[int, ...]]:
+    """Backfill page: asset -> (targeted, in progress, succeeded, failed) read off the table."""
+    lines = [line.strip() for line in page.locator("body").inner_text().splitlines()]
+    lines = [line for line in lines if line]
+    rows = {}
+    for index, line in enumerate(lines):
+        if line in assets and index + 5 < len(lines) and lines[index + 1].endswith("completed"):
+            rows[line] = tuple(int(value) for value in lines[index + 2:index + 6])
+    return rows
+
+
+def backfill_status(page: Page) -> str:
+    """Backfill page: wait for a final status next to the "Status" label and return it."""
+    final = re.compile(r"Status\s*(Succeeded|Failed|Canceled|Completed with failures)")
+    expect(page.locator("body")).to_contain_text(final, timeout=BACKFILL_TIMEOUT_MS)
+    match = final.search(page.locator("body").inner_text())
+    assert match is not None
+    return match.group(1)
