@@ -26,8 +26,9 @@ export PGPASSWORD ?= $(DAGSTER_PG_PASSWORD)
 export IDEM_STATE_URL ?= postgresql://$(DAGSTER_PG_USERNAME)@$(DAGSTER_PG_HOST):$(DAGSTER_PG_PORT)/$(DAGSTER_PG_DB)
 endif
 export IDEM_STATE_URL ?= sqlite:///$(CURDIR)/data/state/checkpoint.db
-SAMPLE_START ?= 2024-03-01
 SAMPLE_DAYS ?= 14
+# The last two weeks, so the UI's partition pickers (which open on recent days) show them.
+SAMPLE_START ?= $(shell date -u -d '$(SAMPLE_DAYS) days ago' +%F)
 SAMPLE_SEED ?= 7
 
 # Debian's own Chromium drives the browser tests (never a downloaded browser).
@@ -82,7 +83,7 @@ run: install dagster-home sample-data
 
 ## Headless: materialize two weeks of every asset twice and print rows/versions/fingerprints/checks.
 demo: install dagster-home sample-data
-	$(PY) -m idem_assets.demo --start $(SAMPLE_START) --days $(SAMPLE_DAYS)
+	$(PY) -m idem_assets.demo --days $(SAMPLE_DAYS)
 
 ## Create/install everything and run the whole test suite.
 test: install browser

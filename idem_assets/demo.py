@@ -21,6 +21,8 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 from idem_assets.definitions import defs  # noqa: E402
 from idem_assets.lake import fingerprint, read_rows  # noqa: E402
+from idem_assets.landing.contract import ORDERS  # noqa: E402
+from idem_assets.landing.reader import list_days  # noqa: E402
 from idem_assets.resources import LakeResource  # noqa: E402
 
 # Dagster's own step logs would drown the table; errors still show.
@@ -126,11 +128,15 @@ def _print_rows(rows: list[Row]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run both passes and report; exit code 0 only if the second pass changed nothing."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--start", default="2024-03-01", type=dt.date.fromisoformat)
+    parser.add_argument("--start", default=None, type=dt.date.fromisoformat,
+                        help="first day (default: the first day with landing files)")
     parser.add_argument("--days", default=14, type=int)
     args = parser.parse_args(argv)
-    days = [(args.start + dt.timedelta(days=i)).isoformat() for i in range(args.days)]
     lake = LakeResource()
+    start = args.start or min(list_days(lake.landing_path, ORDERS), default=None)
+    if start is None:
+        parser.error(f"no landing data under {lake.landing_path}; run `make sample-data`")
+    days = [(start + dt.timedelta(days=i)).isoformat() for i in range(args.days)]
     with dg.DagsterInstance.get() as instance:
         first = run_pass(1, days, instance)
         after_first = table_fingerprints(lake)

@@ -43,14 +43,13 @@ def conservation_check(
         asset=definition.key,
         name=CONSERVATION,
         blocking=blocking,
-        partitions_def=partitions_def,
         description="Every raw landing row of the partition is accounted for: loaded into the "
         "table, dropped as a duplicate of a newer row, or stored in quarantine with a reason.",
     )
     def _conservation(
         context: dg.AssetCheckExecutionContext, lake: LakeResource
     ) -> dg.AssetCheckResult:
-        window = check_window(context, partitions_def)
+        window = check_window(context, partitions_def, definition.key)
         batch = read_landing(lake, contract, window)
         deduplicated = prepare(definition.spec, definition.compute(lake, window),
                                definition.schema)

@@ -29,7 +29,6 @@ def rerun_equality_check(
         asset=definition.key,
         name=RERUN_EQUALITY,
         blocking=blocking,
-        partitions_def=partitions_def,
         description=(
             "Recomputes the output from the same inputs without writing and compares its "
             "fingerprint with the table: passes when a clean rerun would change nothing."
@@ -38,7 +37,7 @@ def rerun_equality_check(
     def _rerun_equality(
         context: dg.AssetCheckExecutionContext, lake: LakeResource
     ) -> dg.AssetCheckResult:
-        window = check_window(context, partitions_def)
+        window = check_window(context, partitions_def, definition.key)
         spec = definition.spec
         batch = prepare(spec, definition.compute(lake, window), definition.schema)
         result = compare(spec, target_table(lake, spec, definition.key), batch, window)
@@ -70,7 +69,6 @@ def unique_key_check(
         asset=definition.key,
         name=UNIQUE_NATURAL_KEY,
         blocking=blocking,
-        partitions_def=partitions_def,
         description=f"Every ({', '.join(key)}) appears at most once in the whole table.",
     )
     def _unique_key(

@@ -85,7 +85,7 @@ def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, 
         "valid_rows": batch.rows.num_rows,
         "quarantined_rows": batch.quarantine.num_rows,
         "quarantine_reasons": dg.MetadataValue.json(reasons),
-        "quarantine_version": quarantine_version,
+        "quarantine_table_version": quarantine_version,
         "dropped_columns": dg.MetadataValue.json(
             {path: list(cols) for path, cols in batch.dropped_columns.items()}
         ),
@@ -179,7 +179,7 @@ def _spark_output(context: dg.AssetExecutionContext, lake: LakeResource, spark: 
     version = write_quarantine(lake, contract, quarantine, window)
     context.add_output_metadata({
         "engine": "spark", "landing_files": len(batch.files), "raw_rows": valid + bad,
-        "valid_rows": valid, "quarantined_rows": bad, "quarantine_version": version,
+        "valid_rows": valid, "quarantined_rows": bad, "quarantine_table_version": version,
     })
     rows = batch.rows
     if definition.derive_spark is not None:

@@ -83,7 +83,9 @@ class WriteSpec(BaseModel):
 
     def to_metadata(self) -> dict[str, Any]:
         """Flat ``idem/*`` metadata entries (readable in the UI, parsed back by the IO manager)."""
-        data = self.model_dump(exclude_none=True)
+        # Defaults are left out so each asset shows only what it sets.
+        data = self.model_dump(exclude_none=True, exclude_defaults=True)
+        data["strategy"] = self.strategy
         entries = {f"{PREFIX}{name}": _plain(value) for name, value in data.items()}
         entries[f"{PREFIX}strategy_description"] = STRATEGY_DESCRIPTIONS[self.strategy]
         return entries

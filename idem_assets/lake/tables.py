@@ -36,7 +36,8 @@ class LakeTable:
     """Where a Delta table lives and how to reach it."""
 
     uri: str
-    storage_options: Mapping[str, str] = field(default_factory=dict)
+    # Credentials may live here: never in a repr, a log line or an error message.
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def open(self, version: int | None = None) -> DeltaTable | None:
         """The table at its newest (or the given) version, or None if it does not exist."""

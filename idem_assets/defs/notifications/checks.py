@@ -3,9 +3,9 @@
 import dagster as dg
 
 from idem_assets.checkpoint import Status
+from idem_assets.checks.window import check_window
 from idem_assets.defs.notifications.assets import days, notifications, scope_of
-from idem_assets.io_manager import Window
-from idem_assets.partitions import DAILY_PARTITIONS, partition_dates
+from idem_assets.partitions import DAILY_PARTITIONS
 from idem_assets.resources import CheckpointResource
 
 NO_DEAD_LETTERS = "no_dead_letters"
@@ -16,7 +16,6 @@ _LISTED = 50
 @dg.asset_check(
     asset=notifications,
     name=NO_DEAD_LETTERS,
-    partitions_def=DAILY_PARTITIONS,
     description="Fails while any notification of the partition is exhausted; the metadata "
     "lists them with their last error. Re-drive with notifications_redrive_job.",
 )
@@ -24,7 +23,7 @@ def no_dead_letters(
     context: dg.AssetCheckExecutionContext, checkpoint: CheckpointResource
 ) -> dg.AssetCheckResult:
     """No exhausted records in the partition."""
-    window = Window(*partition_dates(context))
+    window = check_window(context, DAILY_PARTITIONS, notifications.key)
     with checkpoint.open() as store:
         dead = [t for day in days(window) for t in store.dead_letters(scope_of(day))]
     return dg.AssetCheckResult(
@@ -44,7 +43,6 @@ def no_dead_letters(
 @dg.asset_check(
     asset=notifications,
     name=ALL_SETTLED,
-    partitions_def=DAILY_PARTITIONS,
     description="Every notification of the partition is settled (succeeded or ignored); a "
     "warning while some wait for a retry.",
 )
@@ -52,7 +50,7 @@ def all_settled(
     context: dg.AssetCheckExecutionContext, checkpoint: CheckpointResource
 ) -> dg.AssetCheckResult:
     """Nothing pending, in flight or waiting for a retry."""
-    window = Window(*partition_dates(context))
+    window = check_window(context, DAILY_PARTITIONS, notifications.key)
     counts: dict[str, int] = {}
     with checkpoint.open() as store:
         for day in days(window):

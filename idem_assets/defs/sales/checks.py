@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from idem_assets.checks import lake_asset_checks
-from idem_assets.checks.factory import check_window
+from idem_assets.checks.window import check_window
 from idem_assets.defs.orders.assets import ORDERS_TABLE
 from idem_assets.defs.sales.assets import NON_REVENUE_STATUSES, SALES_TABLE
 from idem_assets.io_manager import read, target_table
@@ -36,7 +36,6 @@ def _totals_by_day(orders: pa.Table) -> dict[object, tuple[int, decimal.Decimal]
 @dg.asset_check(
     asset=SALES_TABLE.key,
     name=RECONCILES_WITH_ORDERS,
-    partitions_def=DAILY_PARTITIONS,
     additional_deps=[ORDERS_TABLE.key],
     description="Per day, daily_sales order count and revenue equal the sums over orders.",
 )
@@ -44,7 +43,7 @@ def reconciles_with_orders(
     context: dg.AssetCheckExecutionContext, lake: LakeResource
 ) -> dg.AssetCheckResult:
     """daily_sales agrees with the orders table it was computed from."""
-    window = check_window(context, DAILY_PARTITIONS)
+    window = check_window(context, DAILY_PARTITIONS, SALES_TABLE.key)
     orders = read(ORDERS_TABLE.spec, target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
                   window, ORDERS_TABLE.schema)
     sales = read(SALES_TABLE.spec, target_table(lake, SALES_TABLE.spec, SALES_TABLE.key),
