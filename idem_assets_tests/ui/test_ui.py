@@ -81,11 +81,11 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
     snap("rerun-materialization")
 
     # The Checks tab shows only the latest evaluation; the instance says which run each
-    # evaluation belongs to and for which partition.
+    # evaluation belongs to. Checks are unpartitioned: each covers its run's window.
     for run_id in (first_run, second_run):
         evaluations = dagster_ui.check_evaluations(run_id)
         assert set(evaluations) == {(a, c) for a, c, _ in expected_checks}
-        assert all(value == (True, RERUN_DAY) for value in evaluations.values()), evaluations
+        assert all(value == (True, None) for value in evaluations.values()), evaluations
     table = LakeTable(str(dagster_ui.lake_dir / "orders")).open()
     assert table is not None and str(table.version()) == first["delta_version"]
 
