@@ -97,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
              {"first write": numbers["overwrite"]["first"],
               "rerun, same content": numbers["overwrite"]["rerun"]})
         sections.append("![overwrite](results/overwrite.png)\n")
+        from benchmarks.cases import asset_rerun
+
+        md, numbers["asset_rerun"] = asset_rerun.run_case(0.2 if args.quick else 1.0, reps)
+        sections += [md]
     if "merge" in wanted:
         from benchmarks.cases import merge
 

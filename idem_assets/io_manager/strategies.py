@@ -16,6 +16,7 @@ from idem_assets.lake import (
     DedupeResult,
     Fingerprint,
     LakeTable,
+    PendingFingerprint,
     WriteResult,
     count_row_differences,
     date_range,
@@ -28,6 +29,7 @@ from idem_assets.lake import (
     read_rows,
     replace_table,
 )
+from idem_assets.lake.fingerprint import resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.merge import pruning_ranges
 from idem_assets.lake.predicates import Condition
@@ -41,8 +43,13 @@ class PreparedBatch:
     input_rows: int
     duplicates_dropped: int
     conflicting_keys: int
-    # Computed once here; every later step (no-op proof, write, tracking) reuses it.
-    fingerprint: Fingerprint
+    # Started once here, on a background thread; every later step reuses it.
+    fingerprint_job: Fingerprint | PendingFingerprint
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        """The batch's fingerprint (waits if it is still being computed)."""
+        return resolve(self.fingerprint_job)
 
     def dedupe_result(self) -> DedupeResult:
         """The deduplication outcome, for strategies that would otherwise redo it."""
@@ -66,12 +73,12 @@ def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -
     if schema is not None:
         rows = conform(rows, schema)
     if not spec.dedupe or not spec.natural_key:
-        return PreparedBatch(rows, rows.num_rows, 0, 0, fingerprint(rows))
+        return PreparedBatch(rows, rows.num_rows, 0, 0, PendingFingerprint(rows))
     sort_by = [c for c in (spec.partition_column, *spec.prune_columns) if c]
     result = dedupe_newest(rows, spec.natural_key, spec.version_column, sort_by=sort_by)
     return PreparedBatch(
         result.rows, rows.num_rows, result.duplicates_dropped, result.conflicting_keys,
-        fingerprint(result.rows),
+        PendingFingerprint(result.rows),
     )
 
 
@@ -101,9 +108,9 @@ def write(
     fingerprint over a slice whose files have not changed since is a proven no-op,
     decided from table metadata without reading any data.
     """
-    batch_fp = batch.fingerprint
     if settled is not None:
         table = target.open()
+        batch_fp = batch.fingerprint
         if (table is not None and settled.fingerprint == str(batch_fp)
                 and settled.files == files_signature(table, conditions)):
             return WriteResult(spec.strategy, target.uri, table.version(), False, 0, batch_fp,
@@ -112,7 +119,7 @@ def write(
         start, end = _require_window(spec, window)
         return overwrite_partitions(
             target, batch.rows, spec.partition_column or "", start, end,
-            commit_metadata=commit_metadata, known_fingerprint=batch_fp,
+            commit_metadata=commit_metadata, known_fingerprint=batch.fingerprint_job,
         )
     if spec.strategy == "merge":
         return merge_upsert(
@@ -124,12 +131,12 @@ def write(
             prune_columns=spec.prune_columns,
             commit_metadata=commit_metadata,
             deduplicated=batch.dedupe_result() if spec.dedupe else None,
-            known_fingerprint=batch_fp,
+            known_fingerprint=batch.fingerprint,
         )
     if spec.strategy == "replace":
         return replace_table(
             target, batch.rows, commit_metadata=commit_metadata, allow_empty=spec.allow_empty,
-            known_fingerprint=batch_fp,
+            known_fingerprint=batch.fingerprint,
         )
     raise ValueError(f"strategy {spec.strategy!r} is written by its own asset, not the IO manager")
 

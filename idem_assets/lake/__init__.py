@@ -5,6 +5,7 @@ from idem_assets.lake.dedupe import DedupeResult, dedupe_newest
 from idem_assets.lake.fingerprint import (
     Fingerprint,
     FingerprintAccumulator,
+    PendingFingerprint,
     count_row_differences,
     fingerprint,
     fingerprint_batches,
@@ -20,6 +21,7 @@ __all__ = [
     "DedupeResult",
     "Fingerprint",
     "FingerprintAccumulator",
+    "PendingFingerprint",
     "LakeTable",
     "MergePlan",
     "OneOf",

@@ -12,6 +12,7 @@ Row hashes come from Polars and are stable within its pinned release line; the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ from idem_assets.lake.frames import FrameLike, to_polars
 
 ALGORITHM = "v1"
 _SEEDS = (0, 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF)
+_HASHING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="idem-fingerprint")
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,26 @@ def fingerprint(data: FrameLike) -> Fingerprint:
     acc = FingerprintAccumulator()
     acc.add(data)
     return acc.result()
+
+
+class PendingFingerprint:
+    """A fingerprint being computed on a background thread.
+
+    Row hashing runs in Polars without the GIL, so a write can proceed meanwhile; the
+    first write of a slice needs the fingerprint only after its commit.
+    """
+
+    def __init__(self, data: FrameLike) -> None:
+        self._future: Future[Fingerprint] = _HASHING.submit(fingerprint, data)
+
+    def result(self) -> Fingerprint:
+        """The fingerprint (waits for the hashing to finish)."""
+        return self._future.result()
+
+
+def resolve(value: Fingerprint | PendingFingerprint) -> Fingerprint:
+    """A fingerprint, waiting for it if it is still being computed."""
+    return value.result() if isinstance(value, PendingFingerprint) else value
 
 
 def fingerprint_batches(batches: Iterable[FrameLike]) -> Fingerprint:

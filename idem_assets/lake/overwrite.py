@@ -10,13 +10,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import write_deltalake
 
-from idem_assets.lake.fingerprint import Fingerprint, fingerprint
+from idem_assets.lake.fingerprint import Fingerprint, PendingFingerprint, fingerprint, resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.predicates import Condition, OneOf, conjunction, date_range
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import (
     LakeTable,
     commit_properties,
+    files_signature,
     read_rows,
     table_schema,
     with_commit_retries,
@@ -63,13 +64,14 @@ def overwrite_slice(
     schema: pa.Schema | None = None,
     commit_metadata: Mapping[str, Any] | None = None,
     skip_unchanged: bool = True,
-    known_fingerprint: Fingerprint | None = None,
+    known_fingerprint: Fingerprint | PendingFingerprint | None = None,
 ) -> WriteResult:
     """Make the rows matching ``conditions`` be exactly ``data``, in one commit.
 
     Rows outside the slice are refused before anything is written. If the slice
     already holds the same content nothing is committed. A concurrent writer that
-    commits first makes this call re-read and re-decide.
+    commits first makes this call re-read and re-decide. When the slice is empty there
+    is nothing to compare with, so the fingerprint is only awaited after the commit.
     """
     conditions = tuple(conditions)
     if not conditions:
@@ -78,9 +80,9 @@ def overwrite_slice(
     if schema is not None:
         rows = conform(rows, schema)
     check_within(rows, conditions)
-    new_fp = known_fingerprint or fingerprint(rows)
+    pending = known_fingerprint or PendingFingerprint(rows)
     predicate = conjunction(conditions)
-    properties = commit_properties({**(commit_metadata or {}), "idem.fingerprint": str(new_fp)})
+    properties = commit_properties(dict(commit_metadata or {}))
 
     def attempt(number: int) -> WriteResult:
         table = target.open()
@@ -97,10 +99,12 @@ def overwrite_slice(
             )
             version = 0
         else:
-            if skip_unchanged and fingerprint(read_rows(table, ranges=conditions)) == new_fp:
-                return WriteResult(
-                    STRATEGY, target.uri, table.version(), False, 0, new_fp, attempts=number + 1
-                )
+            empty = files_signature(table, conditions).startswith("0:")
+            if skip_unchanged and not empty and (
+                fingerprint(read_rows(table, ranges=conditions)) == resolve(pending)
+            ):
+                return WriteResult(STRATEGY, target.uri, table.version(), False, 0,
+                                   resolve(pending), attempts=number + 1)
             write_deltalake(
                 table,
                 conform(rows, table_schema(table)),
@@ -115,7 +119,7 @@ def overwrite_slice(
             version,
             True,
             rows.num_rows,
-            new_fp,
+            resolve(pending),
             rows_inserted=rows.num_rows,
             attempts=number + 1,
         )
@@ -134,7 +138,7 @@ def overwrite_partitions(
     partitioned: bool = True,
     commit_metadata: Mapping[str, Any] | None = None,
     skip_unchanged: bool = True,
-    known_fingerprint: Fingerprint | None = None,
+    known_fingerprint: Fingerprint | PendingFingerprint | None = None,
 ) -> WriteResult:
     """Make date partitions ``[start, end)`` hold exactly ``data``, in one commit.
 
