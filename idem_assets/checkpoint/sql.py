@@ -158,8 +158,10 @@ _ANY_STATUS = """(CAST(:statuses AS TEXT) IS NULL
         OR status IN (SELECT value FROM {json_array:statuses}))"""
 
 GET = _SELECT_TRACKERS + _ONE_RECORD
-LIST = _SELECT_TRACKERS + "\nWHERE " + _ANY_SCOPE + " AND " + _ANY_STATUS + """
-ORDER BY scope, record_id"""
+_ANY_PREFIX = """(CAST(:prefix AS TEXT) IS NULL
+        OR substr(record_id, 1, length(CAST(:prefix AS TEXT))) = :prefix)"""
+LIST = (_SELECT_TRACKERS + "\nWHERE " + _ANY_SCOPE + " AND " + _ANY_STATUS + " AND "
+        + _ANY_PREFIX + "\nORDER BY scope, record_id")
 
 COUNTS = """
 SELECT status, COUNT(*) FROM checkpoint_trackers WHERE scope = :scope GROUP BY status"""

@@ -244,12 +244,13 @@ class CheckpointStore:
         return None if row is None else tracker_from_row(row)
 
     def list(self, scope: str | None = None,
-             statuses: Iterable[Status | str] | None = None) -> list[Tracker]:
-        """Trackers, optionally of one scope and/or some statuses, ordered by scope and record."""
+             statuses: Iterable[Status | str] | None = None,
+             prefix: str | None = None) -> list[Tracker]:
+        """Trackers, optionally of one scope, some statuses and a record-id prefix, in order."""
         wanted = None if statuses is None else [status_value(value) for value in statuses]
         if wanted == []:
             return []
-        params = {"scope": scope, "statuses": ids_json(wanted)}
+        params = {"scope": scope, "statuses": ids_json(wanted), "prefix": prefix}
         return [tracker_from_row(row) for row in self._run(sql.LIST, params).fetchall()]
 
     def counts(self, scope: str) -> dict[str, int]:

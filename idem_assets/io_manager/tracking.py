@@ -98,9 +98,8 @@ class LakeWriteLog:
     def reconcile(self, table: DeltaTable | None) -> list[Reconciled]:
         """Resolve records of crashed runs for this window (expired in_progress leases)."""
         resolved = []
-        for tracker in self.store.list(self.scope, [Status.IN_PROGRESS]):
-            if not tracker.record_id.startswith(f"{self.window}/"):
-                continue
+        for tracker in self.store.list(self.scope, [Status.IN_PROGRESS],
+                                       prefix=f"{self.window}/"):
             if tracker.lease_expires_at is None or tracker.lease_expires_at > self.store.now():
                 continue  # a live run still holds it
             version = _committed_version(table, tracker.lease_token)
@@ -118,8 +117,8 @@ class LakeWriteLog:
     def last_settled(self) -> SettledWrite | None:
         """The newest succeeded write of this window, if any."""
         newest = None
-        for tracker in self.store.list(self.scope, [Status.SUCCEEDED]):
-            if not tracker.record_id.startswith(f"{self.window}/") or not tracker.result:
+        for tracker in self.store.list(self.scope, [Status.SUCCEEDED], prefix=f"{self.window}/"):
+            if not tracker.result:
                 continue
             if newest is None or tracker.updated_at > newest.updated_at:
                 newest = tracker
@@ -185,12 +184,17 @@ def lease_heartbeat(url: str, claim: Claim, lease_seconds: float) -> Iterator[No
     stop = threading.Event()
 
     def beat() -> None:
+        # Most writes finish before the first beat is due: connect only if one is.
+        if stop.wait(lease_seconds / 3):
+            return
         with open_store(url) as store:
             current = claim
-            while not stop.wait(lease_seconds / 3):
+            while True:
                 try:
                     current = store.extend(current, lease_seconds)
                 except LeaseLost:
+                    return
+                if stop.wait(lease_seconds / 3):
                     return
 
     thread = threading.Thread(target=beat, name="lake-write-lease", daemon=True)

@@ -232,3 +232,12 @@ def test_final_failure_exhausts_at_once(store):
     tracker = store.get("s", "r")
     assert tracker.status == "exhausted" and tracker.attempts == 1
     assert [t.record_id for t in store.dead_letters("s")] == ["r"]
+
+
+def test_list_filters_by_record_id_prefix(store):
+    store.register("s", [("2024-03-01/a", None), ("2024-03-01/b", None), ("2024-03-02/a", None),
+                         ("2024-03-0", None)], max_attempts=5)
+    found = [t.record_id for t in store.list("s", prefix="2024-03-01/")]
+    assert found == ["2024-03-01/a", "2024-03-01/b"]
+    assert len(store.list("s")) == 4
+    assert store.list("s", prefix="%") == []  # no wildcard meaning
