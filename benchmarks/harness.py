@@ -19,16 +19,22 @@ from typing import Any
 
 Prepare = Callable[..., Any]
 Measured = Callable[[Any], dict[str, Any] | None]
+Verify = Callable[[Any, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class Contender:
-    """A named way of doing the case's work: ``prepare`` (untimed) then ``run`` (timed)."""
+    """A named way of doing the case's work: ``prepare`` (untimed) then ``run`` (timed).
+
+    ``verify`` (untimed, after the run) reads back what the run did — table versions,
+    files touched — so that checking the outcome is not billed to the contender.
+    """
 
     name: str
     prepare: Prepare
     run: Measured
     args: tuple[Any, ...] = ()
+    verify: Verify | None = None
 
 
 @dataclass
@@ -65,6 +71,8 @@ def _child(contender: Contender, queue: mp.Queue) -> None:
     started = time.perf_counter()
     extra = contender.run(state) or {}
     seconds = time.perf_counter() - started
+    if contender.verify is not None:
+        extra = {**extra, **contender.verify(state, extra)}
     # ru_maxrss is in KiB on Linux: the peak of this process only.
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     queue.put((seconds, peak, extra))

@@ -97,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
              {"first write": numbers["overwrite"]["first"],
               "rerun, same content": numbers["overwrite"]["rerun"]})
         sections.append("![overwrite](results/overwrite.png)\n")
-        from benchmarks.cases import asset_rerun
+        from benchmarks.cases import asset_rerun, stream_write
+
+        md, numbers["stream_write"] = stream_write.run_case(0.2 if args.quick else 1.0, reps)
+        sections += [md]
 
         md, numbers["asset_rerun"] = asset_rerun.run_case(0.2 if args.quick else 1.0, reps)
         sections += [md]

@@ -46,6 +46,12 @@ class LakeResource(dg.ConfigurableResource):
         "S3Config): pass credentials as dg.EnvVar. Left unset, delta-rs reads the standard "
         "AWS_* environment variables itself.",
     )
+    reuse_file_hashes: bool = Field(
+        default=True,
+        description="Prove landing files unchanged by their stamp (size, mtime, ctime, inode) "
+        "when an earlier run hashed them, instead of reading every byte again. Turn off for "
+        "file systems whose ctime does not move on writes (some FUSE mounts).",
+    )
 
     @property
     def landing_path(self) -> Path:

@@ -2,15 +2,17 @@
 
 The landing day is TPC-H orders (1.5M rows at SF1) written as one Parquet landing file
 in the orders contract. The first run reads, validates, deduplicates and writes it; the
-rerun hashes the landing bytes, finds the same input signature and the same slice files
-as the last settled write, and skips (``no_op_proof: inputs``). Checks are not included
-in either run, so the numbers are the asset and its write.
+rerun proves the landing file unchanged by its stamp (the first run kept its hash), finds
+the same input signature and the same slice files as the last settled write, and skips
+(``no_op_proof: inputs``). Checks are not included in either run, so the numbers are the
+asset and its write.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,21 +44,29 @@ def prepare(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
     import dagster as dg
 
     from idem_assets.defs.orders.assets import orders
-    from idem_assets.defs.resources import default_resources
-    from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
+    from idem_assets.landing.files import SETTLE_SECONDS
 
     root = Path(workdir)
     shutil.rmtree(root, ignore_errors=True)
     landing = landing_day(scale, root)
-    lake = LakeResource(landing_dir=str(landing), lake_dir=str(root / "lake"))
-    checkpoint = CheckpointResource(url=f"sqlite:///{root / 'state.db'}")
-    resources = default_resources(lake, checkpoint,
-                                  NotificationResource(base_url="http://127.0.0.1:9", token="x"))
-    state = {"assets": [orders], "resources": resources,
-             "instance": dg.DagsterInstance.ephemeral(), "lake": lake}
+    state = {"assets": [orders], "resources": _resources(root, landing),
+             "instance": dg.DagsterInstance.ephemeral()}
     if warm:
+        # Landing files are older than a few seconds by the time anyone reruns a day;
+        # hashes of files younger than that are not kept (racy stamps).
+        time.sleep(SETTLE_SECONDS + 0.1)
         run(state)
     return state
+
+
+def _resources(root: Path, landing: Path) -> dict[str, Any]:
+    from idem_assets.defs.resources import default_resources
+    from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
+
+    lake = LakeResource(landing_dir=str(landing), lake_dir=str(root / "lake"))
+    checkpoint = CheckpointResource(url=f"sqlite:///{root / 'state.db'}")
+    return default_resources(lake, checkpoint,
+                             NotificationResource(base_url="http://127.0.0.1:9", token="x"))
 
 
 def run(state: dict[str, Any]) -> dict[str, Any]:
@@ -68,8 +78,11 @@ def run(state: dict[str, Any]) -> dict[str, Any]:
                             run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}})
     event = result.get_asset_materialization_events()[0]
     metadata = event.event_specific_data.materialization.metadata  # type: ignore[union-attr]
-    return {"proof": getattr(metadata.get("no_op_proof"), "value", ""),
-            "committed": getattr(metadata.get("committed"), "value", None)}
+    def value(key: str, default: Any = None) -> Any:
+        return getattr(metadata.get(key), "value", default)
+
+    return {"proof": value("no_op_proof", ""), "committed": value("committed"),
+            "hashed": value("input_files_hashed"), "reused": value("input_files_hash_reused")}
 
 
 def prepare_trivial(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
@@ -106,7 +119,9 @@ def run_case(scale: float, repetitions: int) -> tuple[str, dict[str, Any]]:
         f"The unchanged rerun costs {rerun.median / first.median:.1%} of the first run "
         f"(no-op proven by `{rerun.last('proof')}`, committed: {rerun.last('committed')}); "
         f"without Dagster's own per-run work (the trivial asset) it is "
-        f"{max(rerun.median - floor.median, 0.0) / first.median:.1%}.",
+        f"{max(rerun.median - floor.median, 0.0) / first.median:.1%}. The rerun read "
+        f"{rerun.last('hashed')} landing file(s) and proved "
+        f"{rerun.last('reused')} unchanged by its stamp.",
         "",
     ]
     return "\n".join(md), {s.name: s.median for s in stats}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import PurePosixPath
@@ -14,13 +15,14 @@ import pyarrow.compute as pc
 from idem_assets import __version__
 from idem_assets.defs.lake_asset import LakeAssetDef
 from idem_assets.io_manager import TableOutput, Window
-from idem_assets.io_manager.tracking import last_settled
+from idem_assets.io_manager.tracking import SettledWrite, last_settled
 from idem_assets.lake import OneOf, date_range, files_signature, overwrite_slice
 from idem_assets.lake.predicates import Condition
 from idem_assets.landing.contract import SOURCES, SourceContract
 from idem_assets.landing.files import discover_day, discover_snapshot
 from idem_assets.landing.reader import (
     QUARANTINE_SCHEMA,
+    HashCache,
     LandingBatch,
     day_signature,
     read_days,
@@ -99,14 +101,16 @@ def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, 
     }
 
 
-def input_signature(definition: LakeAssetDef, lake: LakeResource, window: Window) -> str:
+def input_signature(definition: LakeAssetDef, lake: LakeResource, window: Window,
+                    cache: HashCache | None = None) -> str:
     """Digest of everything an asset's output depends on: landing bytes, code, window."""
     contract = definition.landing_source
     assert contract is not None
     if contract.daily:
-        inputs = [day_signature(lake.landing_path, contract, day) for day in window.days()]
+        inputs = [day_signature(lake.landing_path, contract, day, cache)
+                  for day in window.days()]
     else:
-        inputs = [snapshot_signature(lake.landing_path, contract)]
+        inputs = [snapshot_signature(lake.landing_path, contract, cache)]
     described = json.dumps({
         "asset": definition.name, "code_version": definition.code_version,
         "library": __version__, "window": window.label(), "inputs": inputs,
@@ -130,20 +134,25 @@ def landing_output(
     """
     contract = definition.landing_source
     assert contract is not None
-    signature = input_signature(definition, lake, window)
-    if _inputs_unchanged(context, lake, checkpoint, definition, window, signature):
-        return TableOutput.unchanged_inputs(signature)
+    with checkpoint.open() as store:
+        settled = last_settled(store, definition.name, window)
+    cache = HashCache(settled.input_hashes if settled and lake.reuse_file_hashes else None)
+    signature = input_signature(definition, lake, window, cache)
+    context.add_output_metadata({"input_files_hashed": cache.hashed,
+                                 "input_files_hash_reused": cache.reused})
+    if _inputs_unchanged(context, lake, definition, window, signature, settled):
+        return TableOutput.unchanged_inputs(signature, cache.kept())
     if spark is not None:
-        return _spark_output(context, lake, spark, definition, window, signature)
-    rows = load_landing(context, lake, contract, window)
-    return TableOutput(definition.derive(rows) if definition.derive else rows, signature)
+        output = _spark_output(context, lake, spark, definition, window, signature)
+    else:
+        rows = load_landing(context, lake, contract, window)
+        output = TableOutput(definition.derive(rows) if definition.derive else rows, signature)
+    return dataclasses.replace(output, input_hashes=cache.kept())
 
 
 def _inputs_unchanged(context: dg.AssetExecutionContext, lake: LakeResource,
-                      checkpoint: CheckpointResource, definition: LakeAssetDef, window: Window,
-                      signature: str) -> bool:
-    with checkpoint.open() as store:
-        settled = last_settled(store, definition.name, window)
+                      definition: LakeAssetDef, window: Window, signature: str,
+                      settled: SettledWrite | None) -> bool:
     if (settled is None or settled.input_signature != signature
             or settled.files != files_signature(lake.table(definition.name).open(),
                                                 settled.conditions)):

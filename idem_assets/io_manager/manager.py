@@ -5,6 +5,8 @@ from typing import Any
 
 import dagster as dg
 import polars as pl
+import pyarrow as pa
+from deltalake import DeltaTable
 from pydantic import Field
 
 from idem_assets.faults import crash_point
@@ -16,8 +18,10 @@ from idem_assets.io_manager.strategies import (
     Window,
     prepare,
     read,
+    require_streamable,
     slice_conditions,
     write,
+    write_stream,
 )
 from idem_assets.io_manager.tracking import (
     LakeWriteLog,
@@ -44,9 +48,13 @@ def target_table(lake: LakeResource, spec: WriteSpec, asset_key: dg.AssetKey) ->
     return lake.table(spec.table or "/".join(asset_key.path))
 
 
-def write_metadata(spec: WriteSpec, batch: PreparedBatch, result: WriteResult,
+def write_metadata(spec: WriteSpec, batch: PreparedBatch | None, result: WriteResult,
                    window: Window) -> dict[str, Any]:
-    """Materialization metadata for one write: what was written, where, and its fingerprint."""
+    """Materialization metadata for one write: what was written, where, and its fingerprint.
+
+    ``batch`` is None for a streamed write, whose rows were counted on their way through.
+    """
+    rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
     return {
         "strategy": spec.strategy,
         "table_uri": dg.MetadataValue.path(result.table_uri),
@@ -54,13 +62,14 @@ def write_metadata(spec: WriteSpec, batch: PreparedBatch, result: WriteResult,
         "delta_version": result.version,
         "committed": result.committed,
         "fingerprint": str(result.fingerprint),
-        "dagster/row_count": batch.rows.num_rows,
+        "dagster/row_count": rows,
         "rows_written": result.rows_written,
         "rows_inserted": result.rows_inserted,
         "rows_updated": result.rows_updated,
-        "input_rows": batch.input_rows,
-        "duplicates_dropped": batch.duplicates_dropped,
-        "conflicting_keys": batch.conflicting_keys,
+        "input_rows": rows if batch is None else batch.input_rows,
+        "duplicates_dropped": 0 if batch is None else batch.duplicates_dropped,
+        "conflicting_keys": 0 if batch is None else batch.conflicting_keys,
+        "streamed": batch is None,
         "write_attempts": result.attempts,
         # How a no-op was proven: "checkpoint" (files unchanged since the last settled
         # write, no data read) or "content" (compared with the stored rows).
@@ -127,7 +136,8 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         with self.checkpoint.open() as store:
             log = LakeWriteLog(store, asset, window_id(window.start, window.end),
                                context.run_id, self.write_lease_seconds)
-            reconciled = log.reconcile(target.open())
+            table = target.open()
+            reconciled = log.reconcile(table)
             for item in reconciled:
                 context.log.warning(
                     f"reconciled write record {item.record_id} of a run that stopped: "
@@ -135,7 +145,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                        if item.committed_version is not None else "it never committed")
                 )
             if output.unchanged:
-                metadata = self._confirm_unchanged(log, spec, target, window, output)
+                metadata = self._confirm_unchanged(log, spec, target, table, window, output)
             else:
                 metadata = self._write(context, log, spec, target, window, output)
         metadata["write_seconds"] = round(time.perf_counter() - started, 3)
@@ -153,14 +163,20 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         """Prepare, claim, write (or prove a no-op) and settle; the write's metadata."""
         asset = context.asset_key.to_user_string()
         spark = is_spark_frame(output.rows)
-        batch = None if spark else prepare(spec, output.rows)
+        stream = isinstance(output.rows, pa.RecordBatchReader)
+        if stream:
+            require_streamable(spec)
+        batch = None if spark or stream else prepare(spec, output.rows)
         claim = log.begin({"window": window.label()})
         crash_point(f"lake.before_write/{asset}")
         commit_metadata = {"idem.asset": asset, "idem.window": window.label(),
                            "idem.run_id": context.run_id, **log.commit_metadata(claim)}
         try:
             with lease_heartbeat(self.checkpoint.resolved_url, claim, self.write_lease_seconds):
-                if batch is None:
+                if stream:
+                    result = write_stream(spec, target, output.rows, window, output.schema,
+                                          commit_metadata, settled=log.last_settled())
+                elif batch is None:
                     outcome = write_spark(spec, target, output.rows, window, output.schema,
                                           commit_metadata)
                     result = outcome.result
@@ -172,20 +188,21 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             log.fail(claim, error)
             raise
         crash_point(f"lake.after_commit/{asset}")
-        conditions = (spark_conditions(spec, window) if batch is None
+        conditions = (spark_conditions(spec, window) if spark
                       else slice_conditions(spec, window, batch))
         # Sign the slice as of our own version: a later writer's files must not be
         # credited with our fingerprint.
         files = files_signature(target.open(result.version), conditions)
         rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
-        metadata_duplicates = (outcome.duplicates_dropped if batch is None
-                               else batch.duplicates_dropped)
+        metadata_duplicates = (outcome.duplicates_dropped if spark
+                               else batch.duplicates_dropped if batch is not None else 0)
         log.succeed(claim, {"fingerprint": str(result.fingerprint), "files": files,
                             "version": result.version, "committed": result.committed,
                             "rows": rows, "input_signature": output.input_signature,
+                            "input_hashes": dict(output.input_hashes or {}),
                             "conditions": encode_conditions(conditions),
                             "duplicates_dropped": int(metadata_duplicates)})
-        if batch is None:
+        if spark:
             metadata = spark_metadata(spec, outcome, window)
         else:
             metadata = write_metadata(spec, batch, result, window)
@@ -194,10 +211,10 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         return metadata
 
     def _confirm_unchanged(self, log: LakeWriteLog, spec: WriteSpec, target: LakeTable,
-                           window: Window, output: TableOutput) -> dict[str, Any]:
+                           table: DeltaTable | None, window: Window,
+                           output: TableOutput) -> dict[str, Any]:
         """Record a skip on unchanged inputs, if the slice is still what was settled."""
         settled = log.last_settled()
-        table = target.open()
         if (settled is None or table is None or settled.input_signature != output.input_signature
                 or files_signature(table, settled.conditions) != settled.files):
             raise StaleSkipError(
@@ -208,6 +225,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         log.succeed(claim, {"fingerprint": settled.fingerprint, "files": settled.files,
                             "version": table.version(), "committed": False,
                             "rows": settled.rows, "input_signature": settled.input_signature,
+                            "input_hashes": dict(output.input_hashes or settled.input_hashes),
                             "conditions": encode_conditions(settled.conditions),
                             "duplicates_dropped": settled.duplicates_dropped})
         return {

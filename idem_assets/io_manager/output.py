@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -22,6 +24,9 @@ class TableOutput:
     input_signature: str | None = None
     # The table schema, needed when rows are a Spark DataFrame written by executors.
     schema: pa.Schema | None = None
+    # Content hashes of the input files by stamp (landing.HashCache.kept), kept with the
+    # write so the next run can prove its inputs unchanged without reading them.
+    input_hashes: Mapping[str, Any] | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -29,9 +34,10 @@ class TableOutput:
         return self.rows is None
 
     @classmethod
-    def unchanged_inputs(cls, input_signature: str) -> TableOutput:
+    def unchanged_inputs(cls, input_signature: str,
+                         input_hashes: Mapping[str, Any] | None = None) -> TableOutput:
         """The output of an asset whose inputs match the last settled write."""
-        return cls(rows=None, input_signature=input_signature)
+        return cls(rows=None, input_signature=input_signature, input_hashes=input_hashes)
 
 
 class StaleSkipError(RuntimeError):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from deltalake import DeltaTable
 
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.tracking import SettledWrite
@@ -25,6 +26,7 @@ from idem_assets.lake import (
     fingerprint,
     merge_upsert,
     overwrite_partitions,
+    overwrite_stream,
     plan_merge,
     read_rows,
     replace_table,
@@ -82,12 +84,17 @@ def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -
     )
 
 
-def slice_conditions(spec: WriteSpec, window: Window, batch: PreparedBatch) -> list[Condition]:
-    """The part of the table a write of ``batch`` can touch (used to sign its files)."""
+def slice_conditions(spec: WriteSpec, window: Window,
+                     batch: PreparedBatch | None) -> list[Condition]:
+    """The part of the table a write of ``batch`` can touch (used to sign its files).
+
+    ``batch`` is None for a streamed overwrite, whose slice is the window alone.
+    """
     if spec.strategy == "overwrite":
         start, end = _require_window(spec, window)
         return [date_range(spec.partition_column or "", start, end)]
     if spec.strategy == "merge":
+        assert batch is not None, "a merge is never streamed"
         return list(pruning_ranges(batch.rows, spec.prune_columns))
     return []
 
@@ -139,6 +146,41 @@ def write(
             known_fingerprint=batch.fingerprint,
         )
     raise ValueError(f"strategy {spec.strategy!r} is written by its own asset, not the IO manager")
+
+
+def require_streamable(spec: WriteSpec) -> None:
+    """Refuse, before anything is claimed, a stream the spec's strategy cannot write."""
+    if spec.strategy != "overwrite":
+        raise ValueError(
+            "a record-batch stream can be written by the 'overwrite' strategy "
+            f"only, not {spec.strategy!r}; return a table (pyarrow, polars or pandas) instead")
+    if spec.dedupe and spec.natural_key:
+        raise ValueError(
+            f"deduplication on {list(spec.natural_key)} needs the whole partition "
+            "at once, so a record-batch stream cannot be deduplicated; return a table, or set "
+            "dedupe to false when the stream already holds one row per key")
+
+
+def write_stream(spec: WriteSpec, target: LakeTable, batches: pa.RecordBatchReader,
+                 window: Window, schema: pa.Schema | None,
+                 commit_metadata: Mapping[str, Any] | None = None, *,
+                 settled: SettledWrite | None = None) -> WriteResult:
+    """Overwrite the window with a stream of record batches, in flat memory (one commit).
+
+    With ``settled``, a stream whose fingerprint equals the last settled write of the
+    window, over files unchanged since, is a no-op proven without reading the table.
+    """
+    require_streamable(spec)
+    start, end = _require_window(spec, window)
+    column = spec.partition_column or ""
+    conditions = [date_range(column, start, end)]
+
+    def unchanged(table: DeltaTable, new: Fingerprint) -> bool:
+        return (settled is not None and settled.fingerprint == str(new)
+                and settled.files == files_signature(table, conditions))
+
+    return overwrite_stream(target, batches, column, start, end, schema=schema,
+                            commit_metadata=commit_metadata, unchanged=unchanged)
 
 
 def read(spec: WriteSpec, target: LakeTable, window: Window, schema: pa.Schema | None) -> pa.Table:

@@ -17,7 +17,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deltalake import DeltaTable
@@ -47,6 +47,8 @@ class SettledWrite:
     # The slice conditions the files signature covers (serialized, see encode_conditions).
     conditions: tuple[Condition, ...] = ()
     duplicates_dropped: int = 0
+    # Input file hashes by stamp, for the next run's unchanged-inputs proof.
+    input_hashes: Mapping[str, Any] = field(default_factory=dict)
 
 
 def encode_conditions(conditions: Sequence[Condition]) -> list[dict[str, Any]]:
@@ -129,7 +131,8 @@ class LakeWriteLog:
                             str(result.get("files")), int(result.get("version", -1)),
                             int(result.get("rows", 0)), result.get("input_signature"),
                             decode_conditions(result.get("conditions") or ()),
-                            int(result.get("duplicates_dropped", 0)))
+                            int(result.get("duplicates_dropped", 0)),
+                            dict(result.get("input_hashes") or {}))
 
     def begin(self, payload: Mapping[str, Any]) -> Claim:
         """Register and claim this run's record before anything is committed."""

@@ -11,7 +11,12 @@ from idem_assets.lake.fingerprint import (
     fingerprint_batches,
 )
 from idem_assets.lake.merge import MergePlan, merge_upsert, plan_merge
-from idem_assets.lake.overwrite import PartitionMismatchError, overwrite_partitions, overwrite_slice
+from idem_assets.lake.overwrite import (
+    PartitionMismatchError,
+    overwrite_partitions,
+    overwrite_slice,
+    overwrite_stream,
+)
 from idem_assets.lake.predicates import OneOf, Range, UnsafePredicateError, date_range
 from idem_assets.lake.replace import replace_table
 from idem_assets.lake.result import WriteResult
@@ -39,6 +44,7 @@ __all__ = [
     "files_signature",
     "merge_upsert",
     "overwrite_partitions",
+    "overwrite_stream",
     "overwrite_slice",
     "plan_merge",
     "read_rows",

@@ -1,8 +1,13 @@
 """Order-independent content fingerprints of frames, tables and partition ranges.
 
-A fingerprint is the number of rows plus two 64-bit sums (mod 2**64) of per-row
-hashes under two seeds. Sums, unlike xor, keep duplicated rows visible; neither
-depends on row order, file layout or chunking. Columns are canonicalised first
+A fingerprint is the number of rows plus two 64-bit sums (mod 2**64): of a per-row
+hash, and of a re-hash of that hash under another seed. Sums, unlike xor, keep
+duplicated rows visible; neither depends on row order, file layout or chunking.
+Two different row multisets share the first sum with probability about 2**-64 and,
+the second lane being a non-linear function of each row hash, both sums with about
+2**-128; only two distinct rows with the same 64-bit row hash look alike to both.
+The rows are hashed once: the second lane re-hashes one 64-bit column, which costs a
+tenth of hashing the rows again. Columns are canonicalised first
 (sorted by name, timestamps as UTC microseconds, decimals widened, string
 variants unified) so Arrow physical types do not leak into the result.
 Row hashes come from Polars and are stable within its pinned release line; the
@@ -20,7 +25,7 @@ import polars as pl
 
 from idem_assets.lake.frames import FrameLike, to_polars
 
-ALGORITHM = "v1"
+ALGORITHM = "v2"
 _SEEDS = (0, 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF)
 _HASHING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="idem-fingerprint")
 
@@ -67,9 +72,9 @@ def row_hashes(data: FrameLike) -> tuple[np.ndarray, np.ndarray]:
     if frame.width == 0:
         empty = np.zeros(frame.height, dtype=np.uint64)
         return empty, empty
-    first = frame.hash_rows(seed=_SEEDS[0]).to_numpy()
-    second = frame.hash_rows(seed=_SEEDS[1]).to_numpy()
-    return first, second
+    first = frame.hash_rows(seed=_SEEDS[0])
+    second = first.hash(seed=_SEEDS[1])
+    return first.to_numpy(), second.to_numpy()
 
 
 class FingerprintAccumulator:

@@ -50,9 +50,9 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
         if not column.type.equals(field.type):
             column = column.cast(field.type, safe=True)
         columns.append(column)
-    return pa.Table.from_arrays(columns, schema=_nullable(schema))
+    return pa.Table.from_arrays(columns, schema=nullable(schema))
 
 
-def _nullable(schema: pa.Schema) -> pa.Schema:
-    # delta-rs stores every column nullable; keep Arrow in step so schemas compare equal.
+def nullable(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field nullable, as delta-rs stores it (so schemas compare equal)."""
     return pa.schema([f.with_nullable(True) for f in schema], metadata=schema.metadata)

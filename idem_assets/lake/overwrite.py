@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
-from idem_assets.lake.fingerprint import Fingerprint, PendingFingerprint, fingerprint, resolve
-from idem_assets.lake.frames import FrameLike, conform, to_arrow
+from idem_assets.lake.fingerprint import (
+    Fingerprint,
+    FingerprintAccumulator,
+    PendingFingerprint,
+    fingerprint,
+    resolve,
+)
+from idem_assets.lake.frames import FrameLike, conform, nullable, to_arrow
 from idem_assets.lake.predicates import Condition, OneOf, conjunction, date_range
 from idem_assets.lake.result import WriteResult
+from idem_assets.lake.staging import (
+    commit_overwrite,
+    discard_unless_committed,
+    require_plain_table,
+    slice_fingerprint,
+    stage_batches,
+)
 from idem_assets.lake.tables import (
     LakeTable,
     commit_properties,
@@ -157,3 +170,69 @@ def overwrite_partitions(
     )
 
 
+
+
+def overwrite_stream(
+    target: LakeTable,
+    batches: pa.RecordBatchReader,
+    partition_column: str,
+    start: dt.date,
+    end: dt.date,
+    *,
+    schema: pa.Schema | None = None,
+    commit_metadata: Mapping[str, Any] | None = None,
+    skip_unchanged: bool = True,
+    unchanged: Callable[[DeltaTable, Fingerprint], bool] | None = None,
+) -> WriteResult:
+    """Make date partitions ``[start, end)`` hold exactly the stream's rows, in one commit.
+
+    For days larger than memory. Each record batch is checked against the range, folded
+    into the fingerprint and written to a staged Parquet file as it arrives, so memory
+    holds a batch, not the day (delta-rs's own writer buffers a partitioned stream). The
+    staged files are then committed in one Delta transaction that removes the range's old
+    files, or deleted when the range already holds the same content (``unchanged`` may
+    prove that cheaply, e.g. from a checkpoint; else the stored slice is fingerprinted
+    file by file). A row outside the range or a failing source leaves nothing behind; a
+    lost commit race re-decides on the new snapshot with the same staged files.
+    """
+    rng = date_range(partition_column, start, end)
+    table = target.open()
+    if table is not None:
+        require_plain_table(table, partition_column)
+        schema = table_schema(table)
+    schema = nullable(schema if schema is not None else batches.schema)
+    if partition_column not in schema.names:
+        raise ValueError(f"the stream has no {partition_column!r} column to lay out by")
+    accumulator = FingerprintAccumulator()
+
+    def checked() -> Iterator[pa.Table]:
+        for batch in batches:
+            rows = conform(pa.Table.from_batches([batch]), schema)
+            check_within(rows, [rng])
+            accumulator.add(rows)
+            yield rows
+
+    staged = stage_batches(target, checked(), schema, partition_column)
+    new_fp = accumulator.result()
+    properties = commit_properties(dict(commit_metadata or {}))
+
+    def attempt(number: int) -> WriteResult:
+        table = target.open()
+        if table is not None and skip_unchanged:
+            proven = "checkpoint" if unchanged is not None and unchanged(table, new_fp) else (
+                "content" if slice_fingerprint(table, rng) == new_fp else "")
+            if proven:
+                staged.discard()
+                return WriteResult(STRATEGY, target.uri, table.version(), False, 0, new_fp,
+                                   attempts=number + 1,
+                                   details={"proven_by": proven, "streamed": True})
+        version = commit_overwrite(target, table, staged, schema, start, end, properties)
+        return WriteResult(STRATEGY, target.uri, version, True, staged.rows, new_fp,
+                           rows_inserted=staged.rows, attempts=number + 1,
+                           details={"files_added": len(staged.files), "streamed": True})
+
+    try:
+        return with_commit_retries(attempt)
+    except BaseException:
+        discard_unless_committed(target, staged)
+        raise

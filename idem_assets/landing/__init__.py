@@ -12,6 +12,7 @@ from idem_assets.landing.contract import (
 from idem_assets.landing.generator import GenerationSummary, generate, write_late_orders
 from idem_assets.landing.reader import (
     QUARANTINE_SCHEMA,
+    HashCache,
     LandingBatch,
     LandingFile,
     LandingFileError,
@@ -31,6 +32,7 @@ __all__ = [
     "QUARANTINE_SCHEMA",
     "SOURCES",
     "GenerationSummary",
+    "HashCache",
     "LandingBatch",
     "LandingFile",
     "LandingFileError",

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Iterable
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from idem_assets.landing.contract import FILE_SUFFIXES, SourceContract, parse_day_dir
 
 SNAPSHOT_SUFFIX = ".csv"
 _FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
 _HASH_CHUNK = 1 << 20
+# A file changed this recently may change again within the same clock tick without its
+# stamp moving, so its hash is not kept for reuse (git's "racy timestamp" rule).
+SETTLE_SECONDS = 2.0
 
 
 class LandingFileError(ValueError):
@@ -122,6 +128,74 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class FileStamp:
+    """What the file system says about a file's bytes without reading them.
+
+    Writing a file moves its ctime, which no user call can set back, so an equal stamp
+    (size, mtime, ctime, inode, device) means the bytes were not rewritten.
+    """
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+    device: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileStamp:
+        """The current stamp of ``path``."""
+        st = os.stat(path)
+        return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+    def settled(self, seconds: float = SETTLE_SECONDS) -> bool:
+        """Whether the file has been still for ``seconds``, so its stamp can be trusted."""
+        return time.time_ns() - max(self.mtime_ns, self.ctime_ns) > seconds * 1e9
+
+
+class HashCache:
+    """Content hashes of landing files, reused while a file's stamp is unchanged.
+
+    ``known`` holds the hashes an earlier run kept (see ``kept``). A file whose stamp
+    matches is not read again, so proving a day unchanged costs a ``stat`` per file
+    instead of hashing every byte. A hash is kept only when the file had settled and its
+    stamp was the same before and after reading it.
+    """
+
+    def __init__(self, known: Mapping[str, Sequence[Any]] | None = None,
+                 settle_seconds: float = SETTLE_SECONDS) -> None:
+        self.settle_seconds = settle_seconds
+        self._known: dict[str, tuple[FileStamp, str]] = {}
+        for relpath, entry in (known or {}).items():
+            try:
+                *stamp, sha = entry
+                self._known[relpath] = (FileStamp(*(int(v) for v in stamp)), str(sha))
+            except (TypeError, ValueError):
+                continue  # written by another version: hash the file again
+        self._kept: dict[str, tuple[FileStamp, str]] = {}
+        self.reused = 0
+        self.hashed = 0
+
+    def sha256(self, relpath: str, path: Path) -> str:
+        """The file's content hash, from the known hashes when its stamp is unchanged."""
+        before = FileStamp.of(path)
+        hit = self._known.get(relpath)
+        if hit is not None and hit[0] == before:
+            self._kept[relpath] = hit
+            self.reused += 1
+            return hit[1]
+        sha = sha256_file(path)
+        self.hashed += 1
+        if before.settled(self.settle_seconds) and FileStamp.of(path) == before:
+            self._kept[relpath] = (before, sha)
+        return sha
+
+    def kept(self) -> dict[str, list[Any]]:
+        """The hashes worth keeping for the next run (JSON-friendly)."""
+        return {rel: [stamp.size, stamp.mtime_ns, stamp.ctime_ns, stamp.inode, stamp.device, sha]
+                for rel, (stamp, sha) in sorted(self._kept.items())}
+
+
 def files_signature(entries: Iterable[tuple[str, str]]) -> str | None:
     """sha256 over sorted ``relpath<TAB>sha256<LF>`` lines; None when there are no files."""
     lines = sorted(f"{rel}\t{sha}\n" for rel, sha in entries)
@@ -130,17 +204,25 @@ def files_signature(entries: Iterable[tuple[str, str]]) -> str | None:
     return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
 
 
-def _signature(landing_dir: str | Path, files: Iterable[Path]) -> str | None:
-    return files_signature((relpath_of(landing_dir, p), sha256_file(p)) for p in files)
+def _signature(landing_dir: str | Path, files: Iterable[Path],
+               cache: HashCache | None) -> str | None:
+    entries = []
+    for path in files:
+        relpath = relpath_of(landing_dir, path)
+        sha = sha256_file(path) if cache is None else cache.sha256(relpath, path)
+        entries.append((relpath, sha))
+    return files_signature(entries)
 
 
 def day_signature(
-    landing_dir: str | Path, contract: SourceContract, day: dt.date
+    landing_dir: str | Path, contract: SourceContract, day: dt.date,
+    cache: HashCache | None = None,
 ) -> str | None:
     """Fingerprint of everything the reader would read for ``day``; None if it has no files."""
-    return _signature(landing_dir, discover_day(landing_dir, contract, day).files)
+    return _signature(landing_dir, discover_day(landing_dir, contract, day).files, cache)
 
 
-def snapshot_signature(landing_dir: str | Path, contract: SourceContract) -> str | None:
+def snapshot_signature(landing_dir: str | Path, contract: SourceContract,
+                       cache: HashCache | None = None) -> str | None:
     """Fingerprint of the newest snapshot file; None if there is none."""
-    return _signature(landing_dir, discover_snapshot(landing_dir, contract).files)
+    return _signature(landing_dir, discover_snapshot(landing_dir, contract).files, cache)

@@ -13,6 +13,7 @@ import pyarrow as pa
 from idem_assets.landing.contract import PRODUCT_CATALOG, SourceContract
 from idem_assets.landing.files import (
     Discovery,
+    HashCache,
     LandingFile,
     LandingFileError,
     discover_day,
@@ -29,6 +30,7 @@ from idem_assets.landing.normalise import QUARANTINE_SCHEMA, empty_rows, normali
 
 __all__ = [
     "QUARANTINE_SCHEMA",
+    "HashCache",
     "LandingBatch",
     "LandingFile",
     "LandingFileError",
@@ -156,13 +158,18 @@ def read_snapshot(
     return acc.batch(None, None)
 
 
-def day_signature(landing_dir: str | Path, contract: SourceContract, day: dt.date) -> str | None:
-    """sha256 over the sorted (relpath, sha256 of bytes) of the day's files; None if none."""
-    return _day_signature(landing_dir, contract, day)
+def day_signature(landing_dir: str | Path, contract: SourceContract, day: dt.date,
+                  cache: HashCache | None = None) -> str | None:
+    """sha256 over the sorted (relpath, sha256 of bytes) of the day's files; None if none.
+
+    With a ``cache``, files whose stamp matches a known hash are not read again.
+    """
+    return _day_signature(landing_dir, contract, day, cache)
 
 
 def snapshot_signature(
-    landing_dir: str | Path, contract: SourceContract = PRODUCT_CATALOG
+    landing_dir: str | Path, contract: SourceContract = PRODUCT_CATALOG,
+    cache: HashCache | None = None,
 ) -> str | None:
     """sha256 over (relpath, sha256 of bytes) of the newest snapshot file; None if none."""
-    return _snapshot_signature(landing_dir, contract)
+    return _snapshot_signature(landing_dir, contract, cache)

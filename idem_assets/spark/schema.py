@@ -8,12 +8,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from idem_assets.lake.predicates import quote_identifier
+from idem_assets.lake.staging import is_text
 
-
-def is_text(kind: pa.DataType) -> bool:
-    """Whether an Arrow type is one of the string spellings (string, large, view)."""
-    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
-            or pa.types.is_string_view(kind))
+__all__ = ["col", "conform_spark", "is_text", "spark_schema", "spark_type"]
 
 
 def spark_type(kind: pa.DataType) -> T.DataType:

@@ -20,6 +20,7 @@ from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
 from idem_assets.lake.predicates import Range, date_range
 from idem_assets.lake.result import WriteResult
+from idem_assets.lake.staging import commit_overwrite
 from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import (
     SPARK_ERRORS,
@@ -111,18 +112,7 @@ def overwrite_partitions_spark(
                 table is not None and skip_unchanged and _unchanged(table, rng, new_fp)):
             staged.discard()
             return skipped("overwrite", target, table, new_fp, number + 1, {})
-        if table is None:
-            create_table(target, staged, schema, properties)
-            version = 0
-        else:
-            require_plain_table(table, partition_column, schema)
-            table.create_write_transaction(
-                staged.add_actions(), mode="overwrite", schema=table_schema(table),
-                partition_by=[partition_column],
-                partition_filters=[(partition_column, ">=", start.isoformat()),
-                                   (partition_column, "<", end.isoformat())],
-                commit_properties=properties)
-            version = committed_version(table)
+        version = commit_overwrite(target, table, staged, schema, start, end, properties)
         return WriteResult("overwrite", target.uri, version, True, staged.rows, new_fp,
                            rows_inserted=staged.rows, attempts=number + 1, details=details)
 

@@ -2,6 +2,7 @@
 
 import dataclasses
 import datetime as dt
+import time
 
 from deltalake import write_deltalake
 
@@ -9,6 +10,7 @@ from idem_assets.defs.landing_io import input_signature
 from idem_assets.defs.orders.assets import ORDERS_TABLE
 from idem_assets.io_manager import Window
 from idem_assets.lake import read_rows
+from idem_assets.landing.files import SETTLE_SECONDS
 from idem_assets.landing.generator import write_late_orders
 from idem_assets_tests.harness import START, materialization_metadata
 
@@ -50,3 +52,21 @@ def test_a_slice_changed_behind_the_pipeline_is_recomputed_not_skipped(project):
     md = materialization_metadata(repaired)["orders"]
     assert md["committed"] is True and md["dagster/row_count"] > 3
     assert all(e.passed for e in repaired.get_asset_check_evaluations())
+
+
+def test_unchanged_rerun_proves_inputs_by_file_stamps_without_reading_them(project):
+    key = START.isoformat()
+    # Hashes of files written in the last SETTLE_SECONDS are not kept (racy stamps).
+    time.sleep(SETTLE_SECONDS + 0.1)
+    first = materialization_metadata(project.run_days(key, assets=["orders"]))["orders"]
+    files = first["landing_files"]
+    assert files > 0
+    assert (first["input_files_hashed"], first["input_files_hash_reused"]) == (files, 0)
+    again = materialization_metadata(project.run_days(key, assets=["orders"]))["orders"]
+    assert again["no_op_proof"] == "inputs"
+    assert (again["input_files_hashed"], again["input_files_hash_reused"]) == (0, files)
+    # A new file is hashed (it is fresh, so read), the others still come from their stamps.
+    write_late_orders(project.landing, START, seed=4, n=3)
+    third = materialization_metadata(project.run_days(key, assets=["orders"]))["orders"]
+    assert third["committed"] is True
+    assert (third["input_files_hashed"], third["input_files_hash_reused"]) == (1, files)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import time
 
 import pytest
 
 from idem_assets.landing.contract import CUSTOMERS, ORDERS, PRODUCT_CATALOG
 from idem_assets.landing.reader import (
+    HashCache,
     day_signature,
     list_days,
     read_days,
@@ -147,3 +149,50 @@ def test_snapshot_quarantine_has_no_partition_date(tmp_path):
     assert batch.quarantine.column("reason").to_pylist() == [
         "price: -1.00 is negative (must be >= 0)",
         "price: value 'abc' is not a decimal number like 12.34"]
+
+
+def _signature_with(root, cache):
+    return day_signature(root, ORDERS, DAY, cache)
+
+
+def test_hash_cache_reuses_hashes_of_unchanged_files(tmp_path):
+    put(tmp_path, day_file("a.csv"), orders_csv(ROW))
+    put(tmp_path, day_file("b.csv"), orders_csv())
+    first = HashCache(settle_seconds=0)
+    expected = day_signature(tmp_path, ORDERS, DAY)
+    assert _signature_with(tmp_path, first) == expected
+    assert (first.hashed, first.reused) == (2, 0)
+    second = HashCache(first.kept(), settle_seconds=0)
+    assert _signature_with(tmp_path, second) == expected
+    assert (second.hashed, second.reused) == (0, 2)
+    assert second.kept() == first.kept()
+
+
+def test_hash_cache_sees_a_rewrite_that_keeps_size_and_mtime(tmp_path):
+    path = put(tmp_path, day_file("a.csv"), orders_csv(ROW))
+    cache = HashCache(settle_seconds=0)
+    before = _signature_with(tmp_path, cache)
+    stat = path.stat()
+    time.sleep(0.05)  # past the clock tick of the first write (what settle_seconds guards)
+    # Same length, same mtime: only the content (and the ctime, which cannot be set) moves.
+    path.write_text(orders_csv(ROW.replace("paid", "sent")))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    again = HashCache(cache.kept(), settle_seconds=0)
+    after = _signature_with(tmp_path, again)
+    assert after != before and after == day_signature(tmp_path, ORDERS, DAY)
+    assert (again.hashed, again.reused) == (1, 0)
+
+
+def test_hash_cache_does_not_keep_hashes_of_files_still_being_written(tmp_path):
+    put(tmp_path, day_file("a.csv"), orders_csv(ROW))
+    fresh = HashCache(settle_seconds=3600)
+    _signature_with(tmp_path, fresh)
+    assert fresh.hashed == 1 and fresh.kept() == {}
+
+
+def test_hash_cache_ignores_entries_it_cannot_read(tmp_path):
+    put(tmp_path, day_file("a.csv"), orders_csv(ROW))
+    cache = HashCache({day_file("a.csv"): ["not", "a", "stamp"], "x": None}, settle_seconds=0)
+    assert _signature_with(tmp_path, cache) == day_signature(tmp_path, ORDERS, DAY)
+    assert cache.hashed == 1

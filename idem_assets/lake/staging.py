@@ -1,0 +1,435 @@
+"""Staged writes: Parquet files written into the table location, committed in one go.
+
+A staged write is a folder ``<table>/<prefix>-<id>/`` (``<partition>=<value>/….parquet``
+inside it). Nothing in it is part of the table until a Delta commit adds its files;
+``discard`` deletes it when the commit is skipped or lost. Add actions are built from
+each file's footer (size, rows, min/max/null counts per column), so no row passes
+through memory for that. Spark executors stage files this way, and so does the local
+engine for streamed writes (``lake.overwrite.overwrite_stream``): delta-rs's own writer
+buffers a partitioned stream in memory.
+
+Stored rows are read back file by file with pyarrow from the paths in the Delta log (not
+with ``DeltaTable.to_pyarrow_dataset``, whose filesystem bridge can abort the interpreter
+at exit), in bounded batches, so a fingerprint of a large slice needs flat memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import itertools
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from urllib.parse import quote, unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema
+from deltalake.transaction import AddAction, create_table_with_add_actions
+
+from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
+from idem_assets.lake.frames import conform, nullable
+from idem_assets.lake.predicates import Range
+from idem_assets.lake.tables import LakeTable, table_schema
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+STREAM_PREFIX = "stream-"
+# Rows per staged file of a streamed write (a few hundred MB of Parquet at most).
+ROWS_PER_FILE = 2_000_000
+# Delta truncates string statistics; longer bounds are left out (always safe for pruning).
+_MAX_STAT_CHARS = 64
+_BATCH_ROWS = 65_536
+# Table features that change neither how data files are read nor what a write must check.
+_PLAIN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
+_PLAIN_WRITER_FEATURES = _PLAIN_READER_FEATURES | {"appendOnly", "checkpointProtection"}
+
+
+def is_text(kind: pa.DataType) -> bool:
+    """Whether an Arrow type is one of the string spellings (string, large, view)."""
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind))
+
+
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The Arrow filesystem and base path of a table location (driver-side metadata reads)."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return fs, path
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """One Parquet file an executor wrote, as the Delta log will describe it."""
+
+    path: str  # relative to the table root
+    size: int
+    rows: int
+    partition_value: str | None
+    stats: str  # Delta statistics JSON
+    modification_time: int  # ms since the epoch
+
+
+def _stat_value(value: object, kind: pa.DataType) -> object | None:
+    """A footer min/max as Delta statistics JSON spells it (None: leave it out)."""
+    if pa.types.is_integer(kind):
+        return int(value)  # type: ignore[call-overload]
+    if pa.types.is_decimal(kind) and isinstance(value, Decimal):
+        as_float = float(value)
+        return as_float if Decimal(repr(as_float)) == value else None
+    if pa.types.is_date32(kind) and isinstance(value, dt.date):
+        return value.isoformat()
+    if pa.types.is_timestamp(kind) and isinstance(value, dt.datetime):
+        # Delta keeps timestamp bounds in milliseconds, as delta-rs writes them.
+        utc = value.astimezone(dt.UTC)
+        return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+    if is_text(kind) and isinstance(value, str):
+        return value if len(value) <= _MAX_STAT_CHARS else None
+    return None
+
+
+def footer_stats(metadata: pq.FileMetaData, schema: pa.Schema) -> str:
+    """Delta statistics (numRecords, minValues, maxValues, nullCount) from a Parquet footer."""
+    low: dict[str, object] = {}
+    high: dict[str, object] = {}
+    nulls: dict[str, int] = {}
+    for index in range(metadata.num_columns):
+        name = metadata.schema.column(index).path
+        if name not in schema.names:
+            continue
+        kind = schema.field(name).type
+        chunks = [metadata.row_group(g).column(index).statistics
+                  for g in range(metadata.num_row_groups)]
+        if chunks and all(s is not None and s.has_null_count for s in chunks):
+            nulls[name] = sum(s.null_count for s in chunks)
+        bounded = [s for s in chunks if s is not None and s.has_min_max]
+        if bounded and len(bounded) == len(chunks):
+            lowest = _stat_value(min(s.min for s in bounded), kind)
+            highest = _stat_value(max(s.max for s in bounded), kind)
+            if lowest is not None and highest is not None:
+                low[name], high[name] = lowest, highest
+    return json.dumps({"numRecords": metadata.num_rows, "minValues": low, "maxValues": high,
+                       "nullCount": nulls}, separators=(",", ":"))
+
+
+def typed_partition_value(text: str | None, kind: pa.DataType) -> object:
+    """A partition value from its folder/log text, as a Python value of the column's type."""
+    if text is None:
+        return None
+    if pa.types.is_date32(kind):
+        return dt.date.fromisoformat(text)
+    if pa.types.is_integer(kind):
+        return int(text)
+    raise TypeError(f"partition columns must be dates or integers, got {kind}")
+
+
+@dataclass(frozen=True)
+class StagedWrite:
+    """Files staged under one folder of the table, not yet committed."""
+
+    table_uri: str
+    folder: str
+    files: tuple[StagedFile, ...]
+    partition_column: str | None
+
+    @property
+    def rows(self) -> int:
+        """Rows in all staged files (from their footers)."""
+        return sum(f.rows for f in self.files)
+
+    def add_actions(self) -> list[AddAction]:
+        """Delta add actions for every staged file (paths relative to the table root)."""
+        column = self.partition_column
+        return [AddAction(f.path, f.size, {column: f.partition_value} if column else {},
+                          f.modification_time, True, f.stats) for f in self.files]
+
+    def batches(self, schema: pa.Schema) -> Iterator[pa.Table]:
+        """The staged rows, file by file in bounded batches, typed to ``schema``."""
+        fs, base = filesystem(self.table_uri)
+        column = self.partition_column
+        for staged in self.files:
+            with fs.open_input_file(f"{base}/{staged.path}") as handle:
+                for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
+                    table = pa.Table.from_batches([batch])
+                    if column:
+                        kind = schema.field(column).type
+                        value = typed_partition_value(staged.partition_value, kind)
+                        table = table.append_column(
+                            column, pa.array([value] * table.num_rows, kind))
+                    yield conform(table, schema)
+
+    def fingerprint(self, schema: pa.Schema) -> Fingerprint:
+        """Fingerprint of the staged rows, computed batch by batch in flat driver memory."""
+        return fingerprint_batches(self.batches(schema))
+
+    def discard(self) -> None:
+        """Delete the staging folder (the files were never committed)."""
+        remove_folder(self.table_uri, self.folder)
+
+
+def remove_folder(table_uri: str, folder: str) -> None:
+    """Delete ``<table>/<folder>`` and everything in it, if it exists."""
+    fs, base = filesystem(table_uri)
+    target = f"{base}/{folder}"
+    if fs.get_file_info(target).type != pafs.FileType.NotFound:
+        fs.delete_dir(target)
+
+
+def _is_hidden(name: str) -> bool:
+    # Hadoop's .crc checksums and a committer's _SUCCESS / _temporary are never data.
+    return name.startswith((".", "_"))
+
+
+def list_staged(table_uri: str, folder: str, schema: pa.Schema,
+                partition_column: str | None) -> tuple[StagedFile, ...]:
+    """Describe every data file under a staging folder from its footer."""
+    fs, base = filesystem(table_uri)
+    selector = pafs.FileSelector(f"{base}/{folder}", recursive=True, allow_not_found=True)
+    files = []
+    for info in fs.get_file_info(selector):
+        relative = info.path[len(base) + 1:]
+        if info.type != pafs.FileType.File or any(_is_hidden(p) for p in relative.split("/")):
+            continue
+        value = None
+        if partition_column:
+            segment = next((p for p in relative.split("/")[1:-1]
+                            if p.startswith(f"{partition_column}=")), None)
+            if segment is None:
+                raise RuntimeError(f"staged file {relative} is outside a {partition_column}= "
+                                   "folder")
+            text = unquote(segment.split("=", 1)[1])
+            value = None if text == NULL_PARTITION else text
+        with fs.open_input_file(info.path) as handle:
+            metadata = pq.ParquetFile(handle).metadata
+        mtime = info.mtime_ns // 1_000_000 if info.mtime_ns else int(time.time() * 1000)
+        files.append(StagedFile(relative, info.size, metadata.num_rows, value,
+                                footer_stats(metadata, schema), mtime))
+    return tuple(sorted(files, key=lambda f: f.path))
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A file of the table's current version, as its add action describes it."""
+
+    path: str  # relative to the table root (or absolute)
+    size: int
+    partition_value: object  # typed (e.g. a date); None when unpartitioned or null
+
+
+def data_files(table: DeltaTable, partition_column: str | None,
+               keep: Callable[[object], bool] | None = None) -> list[DataFile]:
+    """The table's data files, optionally only those whose partition value ``keep`` accepts."""
+    out = []
+    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
+        value = action.get(f"partition.{partition_column}") if partition_column else None
+        if keep is None or keep(value):
+            out.append(DataFile(action["path"], action["size_bytes"], value))
+    return out
+
+
+def file_location(table: DeltaTable, path: str) -> str:
+    """Where a data file of the table lives (log paths are relative to the table root)."""
+    if "://" in path or path.startswith("/"):
+        return path
+    return f"{table.table_uri.rstrip('/')}/{path}"
+
+
+def stored_batches(table: DeltaTable, partition_column: str | None,
+                   keep: Callable[[object], bool] | None = None) -> Iterator[pa.Table]:
+    """The stored rows of the kept partitions, in bounded batches typed to the table schema."""
+    schema = table_schema(table)
+    for data in data_files(table, partition_column, keep):
+        fs, path = filesystem(file_location(table, data.path))
+        with fs.open_input_file(path) as handle:
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
+                rows = pa.Table.from_batches([batch])
+                if partition_column:
+                    kind = schema.field(partition_column).type
+                    rows = rows.append_column(
+                        partition_column, pa.array([data.partition_value] * rows.num_rows, kind))
+                yield conform(rows, schema)
+
+
+def table_fingerprint(target: LakeTable) -> Fingerprint | None:
+    """Fingerprint of a whole table (None if it does not exist), in flat memory."""
+    table = target.open()
+    if table is None:
+        return None
+    partitions = list(table.metadata().partition_columns)
+    return fingerprint_batches(stored_batches(table, partitions[0] if partitions else None))
+
+
+def slice_fingerprint(table: DeltaTable, condition: Range) -> Fingerprint:
+    """Fingerprint of the stored rows of the partitions within ``condition``."""
+    def keep(value: object) -> bool:
+        return value is not None and condition.start <= value < condition.end  # type: ignore[operator]
+
+    return fingerprint_batches(stored_batches(table, condition.column, keep))
+
+
+def require_plain_table(table: DeltaTable, partition_column: str | None,
+                        schema: pa.Schema | None = None) -> None:
+    """Refuse tables the staged files would not fit: features, constraints, layout, schema.
+
+    Files are read and added as plain Parquet, and raw add actions are not checked against
+    constraints, so tables needing more (column mapping, deletion vectors, CHECK
+    constraints, generated or identity columns...) belong to a full Delta writer.
+    """
+    protocol = table.protocol()
+    reader = set(protocol.reader_features or []) - _PLAIN_READER_FEATURES
+    writer = set(protocol.writer_features or []) - _PLAIN_WRITER_FEATURES
+    constraints = [k for k in table.metadata().configuration if k.startswith("delta.constraints.")]
+    invariants = [f.name for f in table.schema().fields if "delta.invariants" in f.metadata]
+    if (protocol.min_reader_version == 2 or 3 <= protocol.min_writer_version <= 6 or reader
+            or writer or constraints or invariants):
+        raise ValueError(
+            f"{table.table_uri} needs Delta features that staged writes do not apply "
+            f"(protocol {protocol.min_reader_version}/{protocol.min_writer_version}, features "
+            f"{sorted(reader | writer)}, constraints {constraints}, invariants {invariants}); "
+            "write it with delta-rs's own writer (a table output) or Delta-Spark")
+    partitions = list(table.metadata().partition_columns)
+    expected = [partition_column] if partition_column else []
+    if partitions != expected:
+        raise ValueError(
+            f"{table.table_uri} is partitioned by {partitions}, but this write lays files out "
+            f"by {expected}; staged writes lay out whole partitions of that column")
+    if schema is None:
+        return
+    # Compared as Delta types, so Arrow spellings (string / large_string) do not matter.
+    stored = [(f.name, f.type) for f in table.schema().fields]
+    given = [(f.name, f.type) for f in Schema.from_arrow(nullable(schema)).fields]
+    if given != stored:
+        raise ValueError(
+            f"{table.table_uri} has columns {stored} but the rows have {given}; "
+            "staged files have the table's schema only (no schema evolution)")
+
+
+def create_table(target: LakeTable, staged: StagedWrite, schema: pa.Schema,
+                 properties: CommitProperties) -> None:
+    """Create the table from staged files in one commit (mode="error": a racer makes it fail)."""
+    create_table_with_add_actions(
+        target.uri, Schema.from_arrow(nullable(schema)), staged.add_actions(), mode="error",
+        partition_by=[staged.partition_column] if staged.partition_column else None,
+        storage_options=target.options(), commit_properties=properties,
+    )
+
+
+def discard_unless_committed(target: LakeTable, staged: StagedWrite) -> None:
+    """Delete a staged folder after a failure, unless a commit did take its files.
+
+    A commit can succeed and still raise (a post-commit hook failing); deleting files the
+    log now references would corrupt the table, so the log is checked first.
+    """
+    table = target.open()
+    committed = {f.path for f in data_files(table, None)} if table is not None else set()
+    if not {f.path for f in staged.files} & committed:
+        staged.discard()
+
+
+def committed_version(table: DeltaTable) -> int:
+    """The version our commit on ``table``'s snapshot created.
+
+    delta-rs retries are off, so a commit lands exactly one past the snapshot it was
+    planned on, or fails; the DeltaTable object itself is not moved forward by it.
+    """
+    return table.version() + 1
+
+
+def _partition_text(value: object) -> str:
+    """A partition value as its folder spells it (dates ISO, integers decimal)."""
+    if value is None:
+        return NULL_PARTITION
+    if isinstance(value, dt.date | int):
+        return value.isoformat() if isinstance(value, dt.date) else str(value)
+    raise TypeError(f"partition columns must be dates or integers, got {value!r}")
+
+
+def _by_partition(rows: pa.Table, column: str | None) -> Iterator[tuple[str | None, pa.Table]]:
+    if column is None:
+        yield None, rows
+        return
+    values = pc.unique(rows.column(column)).to_pylist()
+    if len(values) == 1:
+        yield _partition_text(values[0]), rows
+        return
+    for value in values:
+        kind = rows.schema.field(column).type
+        mask = (pc.is_null(rows.column(column)) if value is None
+                else pc.equal(rows.column(column), pa.scalar(value, kind)))
+        yield _partition_text(value), rows.filter(mask)
+
+
+def stage_batches(target: LakeTable, batches: Iterable[pa.Table], schema: pa.Schema,
+                  partition_column: str | None, *, prefix: str = STREAM_PREFIX,
+                  rows_per_file: int = ROWS_PER_FILE) -> StagedWrite:
+    """Write ``batches`` (typed to ``schema``) as Parquet files under a new staging folder.
+
+    One file is open per partition value and rolls over at ``rows_per_file``; each batch
+    is written as it arrives, so memory holds a batch and the writers' buffers, never the
+    whole stream. If the source fails, the folder is deleted and the error re-raised.
+    """
+    schema = nullable(schema)
+    file_schema = (schema.remove(schema.get_field_index(partition_column))
+                   if partition_column else schema)
+    folder = f"{prefix}{uuid.uuid4().hex}"
+    fs, base = filesystem(target.uri)
+    writers: dict[str | None, tuple[pq.ParquetWriter, int]] = {}
+    numbers = itertools.count()
+
+    def open_writer(text: str | None) -> pq.ParquetWriter:
+        parent = f"{base}/{folder}" + (f"/{partition_column}={quote(text or '')}"
+                                       if partition_column else "")
+        fs.create_dir(parent, recursive=True)
+        return pq.ParquetWriter(f"{parent}/part-{next(numbers):05d}.parquet", file_schema,
+                                filesystem=fs, compression="snappy")
+
+    try:
+        for rows in batches:
+            for text, part in _by_partition(rows, partition_column):
+                writer, written = writers.pop(text, None) or (open_writer(text), 0)
+                writer.write_table(part.select(file_schema.names).cast(file_schema))
+                written += part.num_rows
+                if written >= rows_per_file:
+                    writer.close()
+                else:
+                    writers[text] = (writer, written)
+        while writers:
+            writers.popitem()[1][0].close()
+        files = list_staged(target.uri, folder, schema, partition_column)
+    except BaseException:
+        for writer, _ in writers.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+        remove_folder(target.uri, folder)
+        raise
+    return StagedWrite(target.uri, folder, files, partition_column)
+
+
+def commit_overwrite(target: LakeTable, table: DeltaTable | None, staged: StagedWrite,
+                     schema: pa.Schema, start: dt.date, end: dt.date,
+                     properties: CommitProperties) -> int:
+    """Commit ``staged`` as the new content of partitions ``[start, end)``; the new version.
+
+    One transaction adds the staged files and removes the range's old ones (creating the
+    table when there is none). A concurrent commit makes it fail: the caller re-decides.
+    """
+    column = staged.partition_column
+    if column is None:
+        raise ValueError("a range overwrite needs staged files laid out by a partition column")
+    if table is None:
+        create_table(target, staged, schema, properties)
+        return 0
+    require_plain_table(table, column, schema)
+    table.create_write_transaction(
+        staged.add_actions(), mode="overwrite", schema=table_schema(table),
+        partition_by=[column],
+        partition_filters=[(column, ">=", start.isoformat()), (column, "<", end.isoformat())],
+        commit_properties=properties)
+    return committed_version(table)
