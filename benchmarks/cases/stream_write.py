@@ -61,7 +61,7 @@ def prepare(scale: float, workdir: str, mode: str, times: int = 1) -> dict[str, 
             run_id=str(uuid.uuid4()))
 
     schema = _with_day(next(pq.ParquetFile(path).iter_batches(batch_size=1))).schema
-    state: dict[str, Any] = {"manager": manager, "context": context, "path": path,
+    state: dict[str, Any] = {"manager": manager, "context": context(), "path": path,
                              "schema": schema, "times": times, "mode": mode}
     if mode == "table":
         state["data"] = pa.Table.from_batches(list(_batches(path, times)), schema)
@@ -75,7 +75,7 @@ def run(state: dict[str, Any]) -> dict[str, Any]:
     else:
         obj = pa.RecordBatchReader.from_batches(state["schema"],
                                                 _batches(state["path"], state["times"]))
-    state["manager"].handle_output(state["context"](), obj)
+    state["manager"].handle_output(state["context"], obj)
     return {}
 
 

@@ -166,23 +166,26 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         stream = isinstance(output.rows, pa.RecordBatchReader)
         if stream:
             require_streamable(spec)
-        batch = None if spark or stream else prepare(spec, output.rows)
+        # Bookkeeping first: once the batch is prepared its fingerprint is being hashed on
+        # another thread, and the write should start without waiting for the checkpoint.
         claim = log.begin({"window": window.label()})
+        settled = log.last_settled()
         crash_point(f"lake.before_write/{asset}")
         commit_metadata = {"idem.asset": asset, "idem.window": window.label(),
                            "idem.run_id": context.run_id, **log.commit_metadata(claim)}
         try:
+            batch = None if spark or stream else prepare(spec, output.rows)
             with lease_heartbeat(self.checkpoint.resolved_url, claim, self.write_lease_seconds):
                 if stream:
                     result = write_stream(spec, target, output.rows, window, output.schema,
-                                          commit_metadata, settled=log.last_settled())
+                                          commit_metadata, settled=settled)
                 elif batch is None:
                     outcome = write_spark(spec, target, output.rows, window, output.schema,
                                           commit_metadata)
                     result = outcome.result
                 else:
                     result = write(spec, target, batch, window, commit_metadata,
-                                   settled=log.last_settled(),
+                                   settled=settled,
                                    conditions=slice_conditions(spec, window, batch))
         except BaseException as error:
             log.fail(claim, error)
