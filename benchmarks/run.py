@@ -140,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         body = failure or (PLOTS / f"{result}.md").read_text()
         sections += [f"## {family.capitalize()} (from `{module}`)", "", body, "",
                      f"![{result}](results/{result}.png)\n"]
+    from benchmarks.targets import summary
+
+    sections[4:4] = [summary(numbers)]  # after the title and the run's description
     RESULTS.write_text("\n".join(sections))
     print(RESULTS.read_text())
     return 0

@@ -1,0 +1,142 @@
+"""The performance targets, checked against the numbers of one ``make bench`` run.
+
+Each row names a target, what this run measured, whether it is met, and — when it is
+not — the cause as measured while building (so a reader sees the gap and its reason in
+the same report). Families that were not run are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.harness import table
+
+OURS = "ours (IO manager)"
+RAW = "raw write_deltalake"
+OFFICIAL = "dagster-deltalake"
+
+# Why a target can fall short, from profiles of the code paths involved.
+CAUSES = {
+    "overwrite": "the content fingerprint (one row-hash pass, ~30 ms of CPU for 1.5M rows) "
+                 "runs beside delta-rs's writer, which already keeps both cores busy; plus "
+                 "~10 ms of dedupe checks and checkpoint records",
+    "official": "dagster-deltalake computes no fingerprint: it can prove neither a no-op "
+                "rerun nor rerun equality; the fingerprint is the difference",
+    "noop_io": "without an input signature the IO manager must hash the incoming frame to "
+               "prove the slice unchanged (~30 ms at 1.5M rows): the proof itself is ~5%",
+    "noop_asset": "Dagster's own per-run work (run record, events, resource set-up) is about "
+                  "half of the rerun; our part is a stat per landing file, two checkpoint "
+                  "reads and two Delta log reads",
+    "merge": "",
+    "fingerprint": "",
+    "check": "",
+    "stream": "",
+}
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    return None if value is None or not base else value / base
+
+
+def _row(target: str, measured: str, met: bool, cause: str) -> list[str]:
+    return [target, measured, "yes" if met else "**no**", "" if met else cause]
+
+
+def _overwrite(numbers: dict[str, Any]) -> list[list[str]]:
+    first = numbers["first"]
+    rows = []
+    ratio = _ratio(first.get(OURS), first.get(RAW))
+    if ratio is not None:
+        rows.append(_row("1. overwrite through the IO manager ≤ 1.15× raw write_deltalake",
+                         f"{ratio:.2f}×", ratio <= 1.15, CAUSES["overwrite"]))
+    versus = _ratio(first.get(OURS), first.get(OFFICIAL))
+    if versus is not None:
+        rows.append(_row("1. no slower than dagster-deltalake's IO manager",
+                         f"{versus:.2f}× its time", versus <= 1.0, CAUSES["official"]))
+    rerun = _ratio(numbers["rerun"].get(OURS), first.get(OURS))
+    changes = numbers.get("ours_rerun_changes", {})
+    if rerun is not None:
+        rows.append(_row("2. no-op rerun ≤ 5% of the first write (IO manager, no input "
+                         "signature)", f"{rerun:.1%}", rerun <= 0.05, CAUSES["noop_io"]))
+    if changes:
+        untouched = not any(changes.values())
+        rows.append(_row("2. no-op rerun: zero new Delta versions, zero files rewritten",
+                         ", ".join(f"{k} {v}" for k, v in changes.items()), untouched,
+                         "a rerun committed"))
+    return rows
+
+
+def _asset(numbers: dict[str, Any]) -> list[list[str]]:
+    first = numbers.get("first run (read, validate, write)")
+    rerun = numbers.get("rerun, landing unchanged")
+    floor = numbers.get("trivial asset, same path (Dagster's floor)")
+    if not first or rerun is None or floor is None:
+        return []
+    whole, net = rerun / first, max(rerun - floor, 0.0) / first
+    return [
+        _row("2. no-op rerun of the orders asset ≤ 5% of its first run (through Dagster)",
+             f"{whole:.1%}", whole <= 0.05, CAUSES["noop_asset"]),
+        _row("2. the same, without Dagster's per-run floor (trivial asset)", f"{net:.1%}",
+             net <= 0.05, CAUSES["noop_asset"]),
+    ]
+
+
+def _merge(numbers: dict[str, Any]) -> list[list[str]]:
+    sizes = sorted({int(k.split("/")[1]) for k in numbers})
+    if len(sizes) < 2:
+        return []
+    small, large = sizes[0], sizes[-1]
+    name = "ours (merge_upsert)"
+    ratio = _ratio(numbers.get(f"clustered/{large}/{name}"),
+                   numbers.get(f"clustered/{small}/{name}"))
+    spread = _ratio(numbers.get(f"random/{large}/{name}"), numbers.get(f"random/{small}/{name}"))
+    rows = []
+    if ratio is not None:
+        rows.append(_row(f"3. clustered 1% merge: {large:,} rows ≤ 3× the cost at {small:,}",
+                         f"{ratio:.2f}×", ratio <= 3.0, CAUSES["merge"]))
+    if spread is not None:
+        rows.append(["3. random 1% merge: reported", f"{spread:.2f}×", "reported", ""])
+    return rows
+
+
+def _fingerprint(numbers: dict[str, Any]) -> list[list[str]]:
+    hashing, check = numbers["hash"], numbers["check"]
+    rows = []
+    speed = _ratio(hashing.get("pandas hash_pandas_object + xor"),
+                   hashing.get("ours (fingerprint)"))
+    if speed is not None:
+        rows.append(_row("4. fingerprint ≥ 3× pandas hash_pandas_object + xor",
+                         f"{speed:.1f}×", speed >= 3.0, CAUSES["fingerprint"]))
+    cost = _ratio(check.get("rerun_equality check"), check.get("first write of the day"))
+    if cost is not None:
+        rows.append(_row("4. rerun_equality check costs less than the write it verifies",
+                         f"{cost:.2f}× the write", cost < 1.0, CAUSES["check"]))
+    return rows
+
+
+def _stream(numbers: dict[str, Any]) -> list[list[str]]:
+    rss = numbers["rss"]
+    growth = _ratio(rss["stream_3x"], rss["stream"])
+    if growth is None:
+        return []
+    return [_row("memory: a streamed day's peak RSS does not grow with its rows (3× rows "
+                 "within 10%)", f"{rss['stream']:,.0f} → {rss['stream_3x']:,.0f} MiB "
+                 f"(table in memory: {rss['table']:,.0f} MiB)", growth <= 1.10,
+                 CAUSES["stream"])]
+
+
+_FAMILIES: list[tuple[str, Callable[[dict[str, Any]], list[list[str]]]]] = [
+    ("overwrite", _overwrite), ("asset_rerun", _asset), ("stream_write", _stream),
+    ("merge", _merge), ("fingerprint", _fingerprint),
+]
+
+
+def summary(numbers: dict[str, Any]) -> str:
+    """A markdown section: every target this run measured, met or not, and why not."""
+    rows = [row for family, build in _FAMILIES if family in numbers
+            for row in build(numbers[family])]
+    if not rows:
+        return ""
+    return "\n".join(["## Targets", "",
+                      table(["target", "this run", "met", "cause when not met"], rows), ""])
