@@ -68,7 +68,7 @@ dagster-home:
 
 sample-data: install
 	@if [ -z "$$(ls -A $(IDEM_LANDING_DIR) 2>/dev/null)" ]; then \
-		$(PY) -m idem_assets.landing generate --out $(IDEM_LANDING_DIR) \
+		$(PY) -m idem_assets.sample generate --out $(IDEM_LANDING_DIR) \
 			--start $(SAMPLE_START) --days $(SAMPLE_DAYS) --seed $(SAMPLE_SEED); \
 	else echo "landing data present in $(IDEM_LANDING_DIR)"; fi
 

@@ -1,4 +1,4 @@
-"""The one daily partition definition every partitioned asset, check and job shares."""
+"""Daily partitions: built in one place from a source's first day, and read back as dates."""
 
 from __future__ import annotations
 
@@ -7,10 +7,15 @@ from typing import Protocol
 
 import dagster as dg
 
-# First landing day of the sample data; change it here and everything follows.
-FIRST_DAY = "2024-03-01"
 
-DAILY_PARTITIONS = dg.DailyPartitionsDefinition(start_date=FIRST_DAY, timezone="UTC")
+def daily_partitions(first_day: dt.date) -> dg.DailyPartitionsDefinition:
+    """UTC days from ``first_day`` on: the partitions of every daily lake asset.
+
+    Two sources with the same first day get equal definitions, so their assets can share
+    jobs, backfills and dependencies.
+    """
+    return dg.DailyPartitionsDefinition(start_date=first_day.isoformat(), timezone="UTC")
+
 
 # One run materializes a whole backfill range in one Delta commit per asset.
 SINGLE_RUN_BACKFILL = dg.BackfillPolicy.single_run()

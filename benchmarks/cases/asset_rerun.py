@@ -42,8 +42,8 @@ def landing_day(scale: float, root: Path) -> Path:
 def prepare(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
     """A landing day and a lake; with ``warm`` the day is materialized once already."""
     import dagster as dg
-
     from idem_assets.defs.orders.assets import orders
+
     from idem_assets.landing.files import SETTLE_SECONDS
 
     root = Path(workdir)

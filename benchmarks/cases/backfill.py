@@ -21,7 +21,7 @@ START = dt.date(2024, 3, 1)
 
 def landing(days: int, scale: float) -> Path:
     """Generated landing data, cached."""
-    from idem_assets.landing.generator import generate
+    from idem_assets.sample.generator import generate
 
     path = DATA_DIR / f"landing-{days}d-x{scale:g}"
     if not path.exists():

@@ -40,6 +40,7 @@ def _load(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
 
 def _ours(state: dict[str, Any]) -> tuple[Any, Any]:
     from idem_assets.defs.orders.assets import ORDERS_TABLE
+
     from idem_assets.io_manager import IdempotentDeltaIOManager, WriteSpec
     from idem_assets.resources import CheckpointResource, LakeResource
 

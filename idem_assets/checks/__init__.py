@@ -1,5 +1,14 @@
-"""Asset checks that prove idempotence: rerun equality and natural-key uniqueness."""
+"""Asset checks that prove idempotence and account for every landing row."""
 
+from idem_assets.checks.conservation import CONSERVATION
 from idem_assets.checks.factory import RERUN_EQUALITY, UNIQUE_NATURAL_KEY, lake_asset_checks
+from idem_assets.checks.landing import QUARANTINE_SHARE, landing_checks
 
-__all__ = ["RERUN_EQUALITY", "UNIQUE_NATURAL_KEY", "lake_asset_checks"]
+__all__ = [
+    "CONSERVATION",
+    "QUARANTINE_SHARE",
+    "RERUN_EQUALITY",
+    "UNIQUE_NATURAL_KEY",
+    "lake_asset_checks",
+    "landing_checks",
+]

@@ -2,13 +2,12 @@
 
 import dagster as dg
 
-from idem_assets.checks.window import check_window
-from idem_assets.defs.lake_asset import LakeAssetDef
-from idem_assets.defs.landing_io import QUARANTINE_TABLE, quarantine_conditions, read_landing
-from idem_assets.io_manager import PreparedBatch, Window, prepare, target_table
+from idem_assets.io_manager import PreparedBatch, Window, target_table
 from idem_assets.io_manager.strategies import slice_conditions
 from idem_assets.lake import read_rows
-from idem_assets.landing.contract import SourceContract
+from idem_assets.landing.reader import LandingBatch
+from idem_assets.lib.lake_asset import LakeAssetDef
+from idem_assets.lib.landing_io import QUARANTINE_TABLE, quarantine_conditions
 from idem_assets.resources import LakeResource
 
 CONSERVATION = "conservation"
@@ -31,48 +30,30 @@ def loaded_rows(definition: LakeAssetDef, lake: LakeResource, window: Window,
     return read_rows(table, ranges=ranges, columns=list(spec.natural_key) or None).num_rows
 
 
-def conservation_check(
-    definition: LakeAssetDef,
-    contract: SourceContract,
-    partitions_def: dg.PartitionsDefinition | None,
-    blocking: bool = False,
-) -> dg.AssetChecksDefinition:
+def conservation_result(definition: LakeAssetDef, lake: LakeResource, window: Window,
+                        batch: LandingBatch, deduplicated: PreparedBatch
+                        ) -> dg.AssetCheckResult:
     """raw rows == loaded + duplicates dropped + quarantined, from the stored tables."""
-
-    @dg.asset_check(
-        asset=definition.key,
-        name=CONSERVATION,
-        blocking=blocking,
-        description="Every raw landing row of the partition is accounted for: loaded into the "
-        "table, dropped as a duplicate of a newer row, or stored in quarantine with a reason.",
+    contract = definition.landing_source
+    assert contract is not None
+    loaded = loaded_rows(definition, lake, window, deduplicated)
+    quarantine = lake.table(QUARANTINE_TABLE).open()
+    filters = quarantine_conditions(contract, window)
+    quarantined = 0 if quarantine is None else read_rows(
+        quarantine, ranges=filters, columns=["row_number"]).num_rows
+    duplicates = deduplicated.duplicates_dropped
+    unaccounted = batch.raw_rows - (loaded + duplicates + quarantined)
+    passed = unaccounted == 0 and loaded == deduplicated.rows.num_rows
+    return dg.AssetCheckResult(
+        check_name=CONSERVATION,
+        passed=passed,
+        metadata={
+            "partition_range": window.label(),
+            "raw_rows": batch.raw_rows,
+            "loaded": loaded,
+            "duplicates_dropped": duplicates,
+            "quarantined": quarantined,
+            "unaccounted": unaccounted,
+            "expected_loaded": deduplicated.rows.num_rows,
+        },
     )
-    def _conservation(
-        context: dg.AssetCheckExecutionContext, lake: LakeResource
-    ) -> dg.AssetCheckResult:
-        window = check_window(context, partitions_def, definition.key)
-        batch = read_landing(lake, contract, window)
-        deduplicated = prepare(definition.spec, definition.compute(lake, window),
-                               definition.schema)
-        loaded = loaded_rows(definition, lake, window, deduplicated)
-        quarantine = lake.table(QUARANTINE_TABLE).open()
-        filters = quarantine_conditions(contract, window)
-        quarantined = 0 if quarantine is None else read_rows(
-            quarantine, ranges=filters, columns=["row_number"]).num_rows
-        duplicates = deduplicated.duplicates_dropped
-        unaccounted = batch.raw_rows - (loaded + duplicates + quarantined)
-        passed = unaccounted == 0 and loaded == deduplicated.rows.num_rows
-        return dg.AssetCheckResult(
-            passed=passed,
-            metadata={
-                "partition_range": window.label(),
-                "raw_rows": batch.raw_rows,
-                "loaded": loaded,
-                "duplicates_dropped": duplicates,
-                "quarantined": quarantined,
-                "unaccounted": unaccounted,
-                "expected_loaded": deduplicated.rows.num_rows,
-            },
-        )
-
-    return _conservation
-

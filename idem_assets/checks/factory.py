@@ -1,4 +1,4 @@
-"""Check factory: every lake asset gets rerun equality and unique natural key."""
+"""Check factory: rerun equality and unique natural key, plus the landing checks."""
 
 
 from collections.abc import Sequence
@@ -6,11 +6,11 @@ from collections.abc import Sequence
 import dagster as dg
 import polars as pl
 
-from idem_assets.checks.conservation import conservation_check
+from idem_assets.checks.landing import landing_checks
 from idem_assets.checks.window import check_window
-from idem_assets.defs.lake_asset import LakeAssetDef
 from idem_assets.io_manager import compare, prepare, target_table
 from idem_assets.lake import read_rows
+from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.resources import LakeResource
 
 RERUN_EQUALITY = "rerun_equality"
@@ -103,7 +103,7 @@ def lake_asset_checks(
     if definition.spec.natural_key:
         checks.append(unique_key_check(definition, partitions_def, blocking))
     if definition.landing_source is not None:
-        checks.append(
-            conservation_check(definition, definition.landing_source, partitions_def, blocking)
-        )
+        checks.append(landing_checks(
+            definition, partitions_def, rules=definition.value_rules,
+            quarantine_share=definition.quarantine_share, blocking=blocking))
     return checks

@@ -1,15 +1,7 @@
-"""Landing layer: the raw-file contract, a vectorised reader and a deterministic generator."""
+"""Landing layer: reading raw files into contract-typed batches, with every row accounted for."""
 
-from idem_assets.landing.contract import (
-    CUSTOMERS,
-    DAILY_SOURCES,
-    EVENTS,
-    ORDERS,
-    PRODUCT_CATALOG,
-    SOURCES,
-    SourceContract,
-)
-from idem_assets.landing.generator import GenerationSummary, generate, write_late_orders
+from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
+from idem_assets.landing.layout import Layout, LayoutError
 from idem_assets.landing.reader import (
     QUARANTINE_SCHEMA,
     HashCache,
@@ -22,26 +14,22 @@ from idem_assets.landing.reader import (
     read_snapshot,
     snapshot_signature,
 )
+from idem_assets.landing.rules import ValueRule
 
 __all__ = [
-    "CUSTOMERS",
-    "DAILY_SOURCES",
-    "EVENTS",
-    "ORDERS",
-    "PRODUCT_CATALOG",
     "QUARANTINE_SCHEMA",
-    "SOURCES",
-    "GenerationSummary",
+    "DayBeforeFirstDayError",
     "HashCache",
     "LandingBatch",
     "LandingFile",
     "LandingFileError",
+    "Layout",
+    "LayoutError",
     "SourceContract",
+    "ValueRule",
     "day_signature",
-    "generate",
     "list_days",
     "read_days",
     "read_snapshot",
     "snapshot_signature",
-    "write_late_orders",
 ]

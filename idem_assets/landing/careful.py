@@ -39,10 +39,11 @@ def _string_table(names: list[str], columns: list[list[str | None]]) -> pa.Table
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def parse_csv_rows(data: bytes, relpath: str) -> RawRows:
+def parse_csv_rows(data: bytes, relpath: str, delimiter: str = ",") -> RawRows:
     """Parse CSV record by record; bad rows become rejects, an open quote at EOF an error."""
     text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
-    reader = csv.reader(itertools.chain(io.StringIO(text, newline=""), [_EOF_SENTINEL]))
+    reader = csv.reader(itertools.chain(io.StringIO(text, newline=""), [_EOF_SENTINEL]),
+                        delimiter=delimiter)
     header: list[str] | None = None
     columns: list[list[str | None]] = []
     row_numbers: list[int] = []

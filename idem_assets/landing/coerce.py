@@ -1,7 +1,9 @@
 """Turning one raw column of whatever type arrived into its contract type, vectorised.
 
 Each coercion yields the typed value and, per row, either null or a reason that names the
-column, shows the value and says which rule it broke. Nothing is rounded or guessed.
+column, shows the value and says which rule it broke. Nothing is rounded or guessed: a
+value is read the way the source's declaration says its files write it (time zone of
+naive timestamps, epoch units, decimal and thousands separators) or it is quarantined.
 """
 
 from __future__ import annotations
@@ -11,18 +13,23 @@ from dataclasses import dataclass, field
 import polars as pl
 import pyarrow as pa
 
+from idem_assets.landing import numbers
+from idem_assets.landing.contract import EpochUnit, SourceContract
 from idem_assets.landing.raw import MAX_FIELD_BYTES
 
-_INT = r"^[+-]?\d+(?:\.0+)?$"
-_NUMBER = r"^[+-]?\d+(?:\.\d+)?$"
-_MONEY_FITS = r"^[+-]?0*\d{1,16}(?:\.|$)"
-_MONEY_EXTRA_DIGITS = r"\.\d{2}\d*[1-9]"
-_MONEY_TRIM = r"^([+-]?\d+\.\d{1,2})\d*$"
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
-_TIMESTAMP = r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})?$"
-_TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S%.f%:z"
+# Date, T or space, time, optional fraction of 0-9 digits, optional offset (Z, +hh:mm,
+# +hhmm or +hh), optionally after one space (as strftime's "%Y-%m-%d %H:%M:%S %z" writes).
+TIMESTAMP_PATTERN = (r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:[.,](\d{0,9}))?"
+                     r" ?([Zz]|[+-]\d{2}(?::?\d{2})?)?$")
+_ZONED_FORMAT = "%Y-%m-%dT%H:%M:%S%.f%:z"
+_NAIVE_FORMAT = "%Y-%m-%dT%H:%M:%S%.f"
 _SHOWN_CHARS = 60
-TIMESTAMP_FORMS = "YYYY-MM-DD[T| ]hh:mm:ss[.f up to 9 digits][Z|+hh:mm|-hh:mm]"
+TIMESTAMP_FORMS = ("YYYY-MM-DD[T| ]hh:mm:ss[.f up to 9 digits][Z|+hh:mm|+hhmm|+hh] "
+                   "(no offset: the source's time zone)")
+BOOL_TRUE = ("true", "1", "yes")
+BOOL_FALSE = ("false", "0", "no")
+INT32_RANGE = (-(2**31), 2**31 - 1)
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,29 @@ class Coerced:
     value: pl.Expr
     error: pl.Expr
     present: pl.Expr = field(default_factory=lambda: pl.lit(True))
+
+
+@dataclass(frozen=True)
+class ReadAs:
+    """How one column's raw values are spelled in the source's files."""
+
+    timezone: str = "UTC"
+    epoch: EpochUnit | None = None
+    decimal: str = "."
+    thousands: str | None = None
+    max_bytes: int = MAX_FIELD_BYTES
+
+    @classmethod
+    def of(cls, contract: SourceContract, column: str) -> ReadAs:
+        """The reading options a contract declares for ``column``."""
+        return cls(contract.timezone, contract.epoch_columns.get(column),
+                   contract.decimal_separator, contract.thousands_separator,
+                   contract.max_field_bytes)
+
+    @property
+    def separators(self) -> numbers.Separators:
+        """The declared decimal and thousands separators."""
+        return numbers.Separators(self.decimal, self.thousands)
 
 
 def polars_type(target: pa.DataType) -> pl.DataType:
@@ -82,17 +112,31 @@ def _text(raw: pl.Expr) -> pl.Expr:
     return pl.when(trimmed.str.len_bytes() > 0).then(trimmed)
 
 
-def _int_from_text(name: str, text: pl.Expr) -> Coerced:
-    value = pl.when(text.str.contains(_INT)).then(
-        text.str.replace(r"\.0+$", "").cast(pl.Int64, strict=False)
+def _number_reason(name: str, text: pl.Expr, kind: str, read_as: ReadAs) -> pl.Expr:
+    """'not a number' with the declared separators and, where it helps, the setting to use."""
+    example = read_as.separators.example(kind)
+    base = _value_reason(name, f"is not {kind} like {example}", text)
+    hint = numbers.SEPARATOR_HINT
+    if read_as.separators.is_default:
+        return pl.when(text.str.contains(",", literal=True)).then(
+            pl.concat_str([base, pl.lit(hint)])).otherwise(base)
+    return base
+
+
+def _int_from_text(name: str, text: pl.Expr, read_as: ReadAs) -> Coerced:
+    plain = numbers.canonical_integer(text, read_as.separators)
+    value = plain.cast(pl.Int64, strict=False)
+    error = (
+        pl.when(text.is_null()).then(pl.lit(None, pl.String))
+        .when(plain.is_null()).then(_number_reason(
+            name, text, "an integer", read_as))
+        .when(value.is_null()).then(_value_reason(name, "is outside int64", text))
     )
-    rule = "is not an integer (int64, '12' and '12.0' are accepted)"
-    return Coerced(value, pl.when(text.is_not_null() & value.is_null()).then(
-        _value_reason(name, rule, text)))
+    return Coerced(value, error)
 
 
-def to_int(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
-    """int64 from integers, whole floats and integer text."""
+def to_int(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Coerced:
+    """int64 from integers, whole floats and integer text ('12', '12.0', declared grouping)."""
     if dtype.is_integer():
         value = raw.cast(pl.Int64, strict=False)
         bad = raw.is_not_null() & value.is_null()
@@ -104,33 +148,82 @@ def to_int(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
         bad = raw.is_not_null() & value.is_null()
         return Coerced(value, pl.when(bad).then(_value_reason(name, rule, raw)))
     if dtype == pl.String or isinstance(dtype, pl.Decimal):
-        return _int_from_text(name, _text(raw))
+        return _int_from_text(name, _text(raw), read_as)
     return _type_error(name, raw, dtype, "an integer")
 
 
-def to_money(name: str, raw: pl.Expr, dtype: pl.DataType, target: pl.DataType) -> Coerced:
-    """decimal(18,2) from integers and decimal text/numbers with at most 2 decimals."""
-    exact = isinstance(dtype, pl.Decimal) and (dtype.scale or 0) <= 2
+def to_int32(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Coerced:
+    """int32: an int64 within the 32-bit range."""
+    wide = to_int(name, raw, dtype, read_as)
+    low, high = INT32_RANGE
+    fits = wide.value.is_between(low, high)
+    value = pl.when(fits).then(wide.value)
+    error = pl.when(wide.value.is_not_null() & ~fits).then(
+        _value_reason(name, "is outside int32", raw)).otherwise(wide.error)
+    return Coerced(value, error)
+
+
+def to_decimal(name: str, raw: pl.Expr, dtype: pl.DataType, target: pa.Decimal128Type,
+               read_as: ReadAs) -> Coerced:
+    """decimal(p, s) from integers, decimals and numbers/text with at most s decimals."""
+    kind = polars_type(target)
+    exact = isinstance(dtype, pl.Decimal) and (dtype.scale or 0) <= target.scale
     if dtype.is_integer() or exact:
-        value = raw.cast(target, strict=False)
+        value = raw.cast(kind, strict=False)
         bad = raw.is_not_null() & value.is_null()
         return Coerced(value, pl.when(bad).then(_value_reason(name, f"does not fit {target}", raw)))
     if not (dtype == pl.String or dtype.is_float() or isinstance(dtype, pl.Decimal)):
-        return _type_error(name, raw, dtype, "a decimal amount")
+        return _type_error(name, raw, dtype, "a decimal number")
     text = _text(raw)
-    number = text.str.contains(_NUMBER)
-    extra = text.str.contains(_MONEY_EXTRA_DIGITS)
-    fits = text.str.contains(_MONEY_FITS)
-    value = pl.when(number & ~extra & fits).then(
-        text.str.replace(_MONEY_TRIM, "${1}").cast(target, strict=False)
+    # Floats and wide decimals are judged by their text, so nothing is rounded on the way.
+    plain = numbers.canonical_decimal(text, read_as.separators if dtype == pl.String
+                                      else numbers.Separators())
+    rules = numbers.DecimalShape(target.precision, target.scale)
+    extra = plain.str.contains(rules.extra_digits)
+    fits = plain.str.contains(rules.fits)
+    value = pl.when(plain.is_not_null() & ~extra & fits).then(
+        plain.str.replace(rules.trim, "${1}").cast(kind, strict=False)
     )
     error = (
         pl.when(text.is_null()).then(pl.lit(None, pl.String))
-        .when(~number).then(_value_reason(name, "is not a decimal number like 12.34", text))
-        .when(extra).then(
-            _value_reason(name, "has more than 2 decimal places (money is never rounded)", text))
+        .when(plain.is_null()).then(_number_reason(name, text, "a decimal number", read_as))
+        .when(extra).then(_value_reason(
+            name, f"has more than {target.scale} decimal places (never rounded)", text))
         .when(value.is_null()).then(_value_reason(name, f"does not fit {target}", text))
     )
+    return Coerced(value, error)
+
+
+def to_float(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Coerced:
+    """float64 from numbers and number text (declared separators, exponents allowed)."""
+    if dtype.is_integer() or dtype.is_float() or isinstance(dtype, pl.Decimal):
+        return Coerced(raw.cast(pl.Float64, strict=False), pl.lit(None, pl.String))
+    if dtype != pl.String:
+        return _type_error(name, raw, dtype, "a number")
+    text = _text(raw)
+    plain = numbers.canonical_float(text, read_as.separators)
+    value = plain.cast(pl.Float64, strict=False)
+    error = pl.when(text.is_not_null() & value.is_null()).then(
+        _number_reason(name, text, "a number", read_as))
+    return Coerced(value, error)
+
+
+def to_bool(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
+    """bool from booleans, 0/1 integers and true/false/yes/no/1/0 text (any case)."""
+    if dtype == pl.Boolean:
+        return Coerced(raw, pl.lit(None, pl.String))
+    if dtype.is_integer():
+        value = pl.when(raw == 1).then(pl.lit(True)).when(raw == 0).then(pl.lit(False))
+        bad = raw.is_not_null() & value.is_null()
+        return Coerced(value, pl.when(bad).then(_value_reason(name, "is not 0 or 1", raw)))
+    if dtype != pl.String:
+        return _type_error(name, raw, dtype, "a boolean")
+    text = _text(raw).str.to_lowercase()
+    value = (pl.when(text.is_in(BOOL_TRUE)).then(pl.lit(True))
+             .when(text.is_in(BOOL_FALSE)).then(pl.lit(False)))
+    choices = "/".join((*BOOL_TRUE, *BOOL_FALSE))
+    error = pl.when(text.is_not_null() & value.is_null()).then(
+        _value_reason(name, f"is not a boolean ({choices})", _text(raw)))
     return Coerced(value, error)
 
 
@@ -151,41 +244,96 @@ def to_date(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
     return Coerced(value, error)
 
 
-def to_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
-    """timestamp[us, UTC] from timestamps (naive = UTC) and ISO-8601 text."""
+def _local_to_utc(naive: pl.Expr, timezone: str) -> pl.Expr:
+    """Wall-clock times in ``timezone`` as UTC instants.
+
+    A time that falls in a daylight-saving gap does not exist there and becomes null (the
+    row is quarantined); a time that occurs twice takes its first (earlier) instant.
+    """
+    if timezone == "UTC":
+        return naive.dt.replace_time_zone("UTC")
+    return naive.dt.replace_time_zone(
+        timezone, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
+
+
+def _offset(text: pl.Expr) -> pl.Expr:
+    """An offset as ``+hh:mm`` from ``Z``, ``+hh:mm``, ``+hhmm`` or ``+hh``."""
+    upper = text.str.to_uppercase()
+    return (pl.when(upper == "Z").then(pl.lit("+00:00"))
+            .when(text.str.len_chars() == 3).then(text + pl.lit(":00"))
+            .when(text.str.len_chars() == 5).then(
+                pl.concat_str([text.str.slice(0, 3), pl.lit(":"), text.str.slice(3, 2)]))
+            .otherwise(text))
+
+
+def _epoch_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, unit: EpochUnit) -> Coerced:
+    """UTC timestamps from epoch seconds or milliseconds (integers, or exact decimal text)."""
     target = pl.Datetime("us", "UTC")
     if isinstance(dtype, pl.Datetime):
-        utc = raw.dt.replace_time_zone("UTC") if dtype.time_zone is None else (
+        return to_timestamp(name, raw, dtype, ReadAs())
+    scale = numbers.EPOCH_MICROS[unit]
+    if dtype.is_integer() or dtype.is_float():
+        low, high = (bound // scale for bound in numbers.MICROS_RANGE)
+        fits = raw.is_between(low, high)  # checked before multiplying: no overflow
+        if dtype.is_float():
+            fits = fits & raw.is_finite() & (raw == raw.floor())
+        micros = pl.when(fits).then(raw.cast(pl.Int64, strict=False) * scale)
+        text = raw.cast(pl.String)
+    elif dtype == pl.String:
+        text = _text(raw)
+        micros = numbers.epoch_micros(text, unit)
+    else:
+        return _type_error(name, raw, dtype, f"epoch {unit} (a number)")
+    in_range = micros.is_between(*numbers.MICROS_RANGE)
+    value = pl.when(in_range).then(micros.cast(pl.Datetime("us")).dt.replace_time_zone("UTC"))
+    rule = numbers.epoch_rule(unit)
+    error = pl.when(raw.is_not_null() & value.is_null()).then(_value_reason(name, rule, text))
+    return Coerced(value.cast(target), error)
+
+
+def to_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Coerced:
+    """timestamp[us, UTC] from timestamps and ISO-8601 text (naive = the source's zone)."""
+    if read_as.epoch is not None:
+        return _epoch_timestamp(name, raw, dtype, read_as.epoch)
+    target = pl.Datetime("us", "UTC")
+    if isinstance(dtype, pl.Datetime):
+        utc = _local_to_utc(raw, read_as.timezone) if dtype.time_zone is None else (
             raw.dt.convert_time_zone("UTC"))
+        gap = raw.is_not_null() & utc.is_null()
+        zone_reason = _value_reason(name, f"does not exist in {read_as.timezone} (a "
+                                    "daylight-saving gap)", raw)
         if dtype.time_unit != "ns":
-            return Coerced(utc.cast(target), pl.lit(None, pl.String))
+            return Coerced(utc.cast(target), pl.when(gap).then(zone_reason))
         sub_micro = raw.dt.nanosecond() % 1000 != 0
         value = pl.when(~sub_micro).then(utc.cast(target))
         rule = "has sub-microsecond precision (it would be truncated)"
-        return Coerced(value, pl.when(sub_micro).then(_value_reason(name, rule, raw)))
+        return Coerced(value, pl.when(sub_micro).then(_value_reason(name, rule, raw))
+                       .when(gap).then(zone_reason))
     if dtype != pl.String:
         return _type_error(name, raw, dtype, f"an ISO-8601 timestamp {TIMESTAMP_FORMS}")
     text = _text(raw)
-    parts = text.str.extract_groups(_TIMESTAMP)
+    parts = text.str.extract_groups(TIMESTAMP_PATTERN)
     day, clock, fraction, offset = (parts.struct.field(str(i)) for i in range(1, 5))
-    sub_micro = fraction.str.slice(7).str.contains("[1-9]")
-    utc_offset = pl.when(offset.is_null() | (offset.str.to_uppercase() == "Z")).then(
-        pl.lit("+00:00")).otherwise(offset)
+    sub_micro = fraction.str.slice(6).str.contains("[1-9]")
     canonical = pl.concat_str(
-        [day, pl.lit("T"), clock, (fraction.fill_null(".") + "000000").str.slice(0, 7), utc_offset]
+        [day, pl.lit("T"), clock, pl.lit("."), (fraction.fill_null("") + "000000").str.slice(0, 6)]
     )
-    parsed = canonical.str.to_datetime(
-        _TIMESTAMP_FORMAT, time_unit="us", time_zone="UTC", strict=False
-    )
+    zoned = pl.concat_str([canonical, _offset(offset)]).str.to_datetime(
+        _ZONED_FORMAT, time_unit="us", time_zone="UTC", strict=False)
+    naive = canonical.str.to_datetime(_NAIVE_FORMAT, time_unit="us", strict=False)
+    local = _local_to_utc(naive, read_as.timezone)
+    parsed = pl.when(offset.is_null()).then(local).otherwise(zoned)
     value = pl.when(day.is_not_null() & ~sub_micro.fill_null(False)).then(parsed)
     error = (
         pl.when(text.is_null()).then(pl.lit(None, pl.String))
         .when(day.is_null()).then(
             _value_reason(name, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}", text))
         .when(sub_micro).then(_value_reason(name, "has sub-microsecond precision", text))
+        .when(offset.is_null() & naive.is_not_null() & local.is_null()).then(_value_reason(
+            name, f"does not exist in {read_as.timezone} (a daylight-saving gap)", text))
         .when(value.is_null()).then(_value_reason(name, "is not a valid date and time", text))
     )
-    return Coerced(value, error)
+    return Coerced(value.cast(target), error)
 
 
 def _decode_utf8(values: pl.Series) -> pl.Series:
@@ -214,30 +362,43 @@ def to_string(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
     return Coerced(value, pl.when(bad).then(reason))
 
 
-def coerce(name: str, target: pa.DataType, dtype: pl.DataType) -> Coerced:
+def _typed(name: str, raw: pl.Expr, target: pa.DataType, dtype: pl.DataType,
+           read_as: ReadAs) -> Coerced:
+    if pa.types.is_int64(target):
+        return to_int(name, raw, dtype, read_as)
+    if pa.types.is_int32(target):
+        return to_int32(name, raw, dtype, read_as)
+    if pa.types.is_decimal128(target):
+        return to_decimal(name, raw, dtype, target, read_as)
+    if pa.types.is_float64(target):
+        return to_float(name, raw, dtype, read_as)
+    if pa.types.is_boolean(target):
+        return to_bool(name, raw, dtype)
+    if pa.types.is_date32(target):
+        return to_date(name, raw, dtype)
+    if pa.types.is_timestamp(target):
+        return to_timestamp(name, raw, dtype, read_as)
+    if pa.types.is_string(target):
+        return to_string(name, raw, dtype)
+    raise TypeError(f"contract type {target} of column {name} has no coercion")
+
+
+def coerce(name: str, target: pa.DataType, dtype: pl.DataType,
+           read_as: ReadAs | None = None) -> Coerced:
     """The contract-typed value of raw column ``name`` (polars type ``dtype``) and its errors."""
+    read_as = read_as or ReadAs()
     raw = pl.col(name)
     kind = polars_type(target)
     if dtype == pl.Null:
         return Coerced(pl.lit(None, kind), pl.lit(None, pl.String), pl.lit(False))
-    if pa.types.is_int64(target):
-        result = to_int(name, raw, dtype)
-    elif pa.types.is_decimal(target):
-        result = to_money(name, raw, dtype, kind)
-    elif pa.types.is_date32(target):
-        result = to_date(name, raw, dtype)
-    elif pa.types.is_timestamp(target):
-        result = to_timestamp(name, raw, dtype)
-    elif pa.types.is_string(target):
-        result = to_string(name, raw, dtype)
-    else:
-        raise TypeError(f"contract type {target} of column {name} has no coercion")
+    result = _typed(name, raw, target, dtype, read_as)
     if dtype != pl.String:
         return Coerced(result.value.cast(kind), result.error, raw.is_not_null())
     present = raw.is_not_null() if pa.types.is_string(target) else _text(raw).is_not_null()
-    too_big = raw.str.len_bytes() > MAX_FIELD_BYTES
+    limit = read_as.max_bytes
+    too_big = raw.str.len_bytes() > limit
     bound = pl.format(
-        f"{name}: value is {{}} bytes, over the {MAX_FIELD_BYTES}-byte bound for one field",
+        f"{name}: value is {{}} bytes, over the {limit}-byte bound for one field",
         raw.str.len_bytes(),
     )
     return Coerced(

@@ -1,142 +1,111 @@
-"""The landing contract: one typed schema per source, and where its files live.
+"""The landing contract of one source: its typed columns, where its files live, how to read them.
 
-Raw files sit at ``<landing>/<source>/date=YYYY-MM-DD/*.{parquet,csv,jsonl}`` (daily
-sources) or ``<landing>/product_catalog/*.csv`` (full snapshots). Every reader
-normalises whatever arrives to the schema below; see docs/landing.md.
+A contract is the compiled form of a source declaration (``idem_assets.sources``); the
+library itself holds no source. Raw files sit in the folders of the source's layout,
+``<landing>/<source>/date=YYYY-MM-DD/*.{parquet,csv,jsonl}[.gz]`` by default, or in one
+snapshot folder whose newest file is read. See docs/landing.md for every rule.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import pyarrow as pa
 
+from idem_assets.landing.layout import DEFAULT_DAILY_LAYOUT, DEFAULT_SNAPSHOT_LAYOUT, Layout
+from idem_assets.landing.raw import MAX_FIELD_BYTES
+from idem_assets.landing.rules import ValueRule, rules_of
+
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 MONEY = pa.decimal128(18, 2)
-FILE_SUFFIXES = (".parquet", ".csv", ".jsonl")
-_DATE_DIR = re.compile(r"^date=(\d{4}-\d{2}-\d{2})$")
+FORMATS = ("parquet", "csv", "jsonl")
+EpochUnit = Literal["seconds", "milliseconds"]
 
 
 @dataclass(frozen=True)
 class SourceContract:
-    """What a landing source must provide and how its rows are identified."""
+    """What a landing source must provide, how its files are read and how rows are identified."""
 
     name: str
-    schema: pa.Schema
+    schema: pa.Schema  # the columns read from files, with their lake names and types
     natural_key: tuple[str, ...]
     # Newest value wins when the same natural key arrives more than once.
     version_column: str | None
-    # Column whose date must equal the date=YYYY-MM-DD folder (None: not checked).
+    # Column whose date must equal the day of the file's folder (None: not checked).
     date_column: str | None = None
     daily: bool = True
-    allowed_values: dict[str, frozenset[str]] = field(default_factory=dict)
-    non_negative: tuple[str, ...] = ()
+    layout_template: str | None = None  # None: the default for daily / snapshot sources
+    formats: tuple[str, ...] = FORMATS
+    # Lake column -> the name files give it, for renamed columns only.
+    file_columns: Mapping[str, str] = field(default_factory=dict)
+    # IANA zone of timestamps written without an offset (and of naive Parquet timestamps).
+    timezone: str = "UTC"
+    epoch_columns: Mapping[str, EpochUnit] = field(default_factory=dict)
+    decimal_separator: str = "."
+    thousands_separator: str | None = None
+    csv_delimiter: str = ","
+    rules: tuple[ValueRule, ...] = ()
+    first_day: dt.date | None = None
+    max_field_bytes: int = MAX_FIELD_BYTES
 
     @property
     def columns(self) -> list[str]:
         """Contract column names, in schema order."""
         return list(self.schema.names)
 
+    @property
+    def layout(self) -> Layout:
+        """Where this source's folders are."""
+        default = DEFAULT_DAILY_LAYOUT if self.daily else DEFAULT_SNAPSHOT_LAYOUT
+        return Layout(self.layout_template or default, self.name)
+
+    def file_name(self, column: str) -> str:
+        """The name files give a contract column (itself unless it is renamed)."""
+        return self.file_columns.get(column, column)
+
+    @property
+    def quarantine_rules(self) -> tuple[ValueRule, ...]:
+        """Value rules whose breaking rows are kept out of the table."""
+        return rules_of(self.rules, "quarantine")
+
+    @property
+    def check_rules(self) -> tuple[ValueRule, ...]:
+        """Value rules reported by asset checks (rows are loaded)."""
+        return rules_of(self.rules, "warn", "error")
+
     def day_dir(self, landing_dir: str | Path, day: dt.date) -> Path:
         """The folder holding this source's files for ``day``."""
         if not self.daily:
             raise ValueError(f"{self.name} is a snapshot source, it has no day folders")
-        return Path(landing_dir) / self.name / f"date={day.isoformat()}"
+        return self.layout.path(landing_dir, day)
 
     def root(self, landing_dir: str | Path) -> Path:
-        """The folder holding everything of this source."""
-        return Path(landing_dir) / self.name
+        """The folder under which everything of this source lives."""
+        return Path(landing_dir) / self.layout.root()
+
+    def snapshot_dir(self, landing_dir: str | Path) -> Path:
+        """The folder of a snapshot source's files."""
+        if self.daily:
+            raise ValueError(f"{self.name} is a daily source, it has no snapshot folder")
+        return self.layout.path(landing_dir)
+
+    def before_first_day(self, day: dt.date) -> bool:
+        """Whether ``day`` lies before the source's first partition day."""
+        return self.first_day is not None and day < self.first_day
 
 
-ORDER_STATUSES = frozenset({"placed", "paid", "shipped", "delivered", "cancelled", "refunded"})
-CUSTOMER_SEGMENTS = frozenset({"consumer", "smb", "enterprise"})
-EVENT_TYPES = frozenset({"page_view", "add_to_cart", "checkout", "purchase", "support_ticket"})
+class DayBeforeFirstDayError(ValueError):
+    """A day was asked for that lies before a source's first partition day."""
 
-ORDERS = SourceContract(
-    name="orders",
-    schema=pa.schema(
-        [
-            pa.field("order_id", pa.int64(), nullable=False),
-            pa.field("customer_id", pa.int64()),
-            pa.field("amount", MONEY),
-            pa.field("status", pa.string()),
-            pa.field("order_date", pa.date32()),
-            pa.field("updated_at", UTC_TIMESTAMP),
-        ]
-    ),
-    natural_key=("order_id",),
-    version_column="updated_at",
-    date_column="order_date",
-    allowed_values={"status": ORDER_STATUSES},
-    non_negative=("amount",),
-)
-
-CUSTOMERS = SourceContract(
-    name="customers",
-    schema=pa.schema(
-        [
-            pa.field("customer_id", pa.int64(), nullable=False),
-            pa.field("name", pa.string()),
-            pa.field("email", pa.string()),
-            pa.field("segment", pa.string()),
-            pa.field("updated_at", UTC_TIMESTAMP),
-        ]
-    ),
-    natural_key=("customer_id",),
-    version_column="updated_at",
-    allowed_values={"segment": CUSTOMER_SEGMENTS},
-)
-
-EVENTS = SourceContract(
-    name="events",
-    schema=pa.schema(
-        [
-            pa.field("event_id", pa.string(), nullable=False),
-            pa.field("customer_id", pa.int64()),
-            pa.field("event_type", pa.string()),
-            pa.field("event_time", UTC_TIMESTAMP),
-            pa.field("ingested_at", UTC_TIMESTAMP),
-            pa.field("payload", pa.string()),
-        ]
-    ),
-    natural_key=("event_id",),
-    version_column="ingested_at",
-    # The folder date is the ingest day; event_time may be earlier (late events).
-    date_column=None,
-    allowed_values={"event_type": EVENT_TYPES},
-)
-
-PRODUCT_CATALOG = SourceContract(
-    name="product_catalog",
-    schema=pa.schema(
-        [
-            pa.field("product_id", pa.int64(), nullable=False),
-            pa.field("name", pa.string()),
-            pa.field("category", pa.string()),
-            pa.field("price", MONEY),
-        ]
-    ),
-    natural_key=("product_id",),
-    version_column=None,
-    daily=False,
-    non_negative=("price",),
-)
-
-SOURCES: dict[str, SourceContract] = {
-    c.name: c for c in (ORDERS, CUSTOMERS, EVENTS, PRODUCT_CATALOG)
-}
-DAILY_SOURCES = tuple(name for name, c in SOURCES.items() if c.daily)
-
-
-def parse_day_dir(name: str) -> dt.date | None:
-    """The date of a ``date=YYYY-MM-DD`` folder name, or None if it is not one."""
-    match = _DATE_DIR.match(name)
-    if not match:
-        return None
-    try:
-        return dt.date.fromisoformat(match.group(1))
-    except ValueError:
-        return None
+    def __init__(self, contract: SourceContract, days: list[dt.date]) -> None:
+        first = contract.first_day
+        shown = ", ".join(d.isoformat() for d in days[:5]) + (" ..." if len(days) > 5 else "")
+        super().__init__(
+            f"{contract.name}: day(s) {shown} are before the source's first partition day "
+            f"{first}: they are not partitions of its asset. Set first_day in the source's "
+            "declaration to an earlier day to load them")
+        self.days = days

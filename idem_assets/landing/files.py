@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from idem_assets.landing.contract import FILE_SUFFIXES, SourceContract, parse_day_dir
+from idem_assets.landing.contract import FORMATS, SourceContract
 
-SNAPSHOT_SUFFIX = ".csv"
-_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
+_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
+# Compressed forms of the text formats (Parquet compresses inside the file).
+GZIP_SUFFIX = ".gz"
+_GZIP_FORMATS = ("csv", "jsonl")
 _HASH_CHUNK = 1 << 20
 # A file changed this recently may change again within the same clock tick without its
 # stamp moving, so its hash is not kept for reuse (git's "racy timestamp" rule).
@@ -36,10 +38,11 @@ class LandingFile:
 
     path: Path
     relpath: str  # posix, relative to the landing dir
-    format: str  # "parquet" | "csv" | "jsonl"
+    format: str  # "parquet" | "csv" | "jsonl" (gzip-compressed files: their inner format)
     size: int
     sha256: str
     rows: int  # raw data rows seen (valid + quarantined)
+    day: dt.date | None = None  # the day folder it was read from; None for snapshots
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,30 @@ class Discovery:
 
 
 def file_format(path: Path) -> str | None:
-    """The landing format of ``path`` from its suffix (case-insensitive), or None."""
-    return _FORMATS.get(path.suffix.lower())
+    """The landing format of ``path`` from its suffix (case-insensitive), or None.
+
+    ``.csv.gz`` and ``.jsonl.gz`` are gzip-compressed CSV and JSON Lines.
+    """
+    name = path.name.lower()
+    if name.endswith(GZIP_SUFFIX):
+        inner = _SUFFIXES.get(Path(name[: -len(GZIP_SUFFIX)]).suffix)
+        return inner if inner in _GZIP_FORMATS else None
+    return _SUFFIXES.get(Path(name).suffix)
+
+
+def is_gzip(path: Path) -> bool:
+    """Whether a landing file is gzip-compressed (by its suffix)."""
+    return path.name.lower().endswith(GZIP_SUFFIX)
+
+
+def suffixes_of(formats: Iterable[str]) -> tuple[str, ...]:
+    """The file suffixes read for the given formats, for messages."""
+    out = []
+    for fmt in formats:
+        out.append(f".{fmt}")
+        if fmt in _GZIP_FORMATS:
+            out.append(f".{fmt}{GZIP_SUFFIX}")
+    return tuple(out)
 
 
 def relpath_of(landing_dir: str | Path, path: Path) -> str:
@@ -60,14 +85,15 @@ def relpath_of(landing_dir: str | Path, path: Path) -> str:
     return path.relative_to(Path(landing_dir)).as_posix()
 
 
-def _is_hidden(name: str) -> bool:
+def is_hidden(name: str) -> bool:
+    """Whether a file name marks an in-progress write or a marker (never data)."""
     # Writers stage files as .name.tmp / _temporary and drop markers like _SUCCESS:
     # none of them is data, and a half-written file must never be read.
     return name.startswith((".", "_"))
 
 
 def _discover(
-    landing_dir: str | Path, folder: Path, suffixes: tuple[str, ...]
+    landing_dir: str | Path, folder: Path, formats: tuple[str, ...]
 ) -> Discovery:
     if not folder.is_dir():
         return Discovery((), {})
@@ -77,21 +103,28 @@ def _discover(
         rel = relpath_of(landing_dir, entry)
         if entry.is_dir():
             ignored[rel] = "sub-folder: only files directly in the folder are read"
-        elif _is_hidden(entry.name):
+        elif is_hidden(entry.name):
             ignored[rel] = "hidden file (name starts with '.' or '_'): in-progress or marker file"
         elif not entry.is_file():
             ignored[rel] = "not a regular file"
-        elif entry.suffix.lower() not in suffixes:
-            expected = ", ".join(suffixes)
-            ignored[rel] = f"unsupported suffix {entry.suffix!r}: expected one of {expected}"
+        elif file_format(entry) not in formats:
+            expected = ", ".join(suffixes_of(formats))
+            ignored[rel] = f"unsupported suffix {_suffix(entry)!r}: expected one of {expected}"
         else:
             files.append(entry)
     return Discovery(tuple(files), ignored)
 
 
+def _suffix(path: Path) -> str:
+    suffixes = path.suffixes
+    if len(suffixes) > 1 and suffixes[-1].lower() == GZIP_SUFFIX:
+        return "".join(suffixes[-2:])
+    return path.suffix
+
+
 def discover_day(landing_dir: str | Path, contract: SourceContract, day: dt.date) -> Discovery:
     """The files of ``day``'s folder in relpath order (a missing folder is an empty day)."""
-    return _discover(landing_dir, contract.day_dir(landing_dir, day), FILE_SUFFIXES)
+    return _discover(landing_dir, contract.day_dir(landing_dir, day), _formats(contract))
 
 
 def discover_snapshot(landing_dir: str | Path, contract: SourceContract) -> Discovery:
@@ -99,24 +132,26 @@ def discover_snapshot(landing_dir: str | Path, contract: SourceContract) -> Disc
 
     Older snapshots are not reported as ignored: being superseded is their normal state.
     """
-    found = _discover(landing_dir, contract.root(landing_dir), (SNAPSHOT_SUFFIX,))
+    found = _discover(landing_dir, contract.snapshot_dir(landing_dir), _formats(contract))
     newest = max(found.files, key=lambda p: p.name, default=None)
     return Discovery((newest,) if newest else (), found.ignored)
 
 
-def list_days(landing_dir: str | Path, contract: SourceContract) -> list[dt.date]:
-    """The days whose ``date=YYYY-MM-DD`` folder holds at least one readable file, ascending."""
-    root = contract.root(landing_dir)
+def _formats(contract: SourceContract) -> tuple[str, ...]:
+    return tuple(f for f in FORMATS if f in contract.formats)
+
+
+def day_folders(landing_dir: str | Path, contract: SourceContract) -> dict[dt.date, Path]:
+    """Every folder of the source's layout that names a valid day, with its day."""
     if not contract.daily:
         raise ValueError(f"{contract.name} is a snapshot source, it has no day folders")
-    if not root.is_dir():
-        return []
-    days = []
-    for entry in root.iterdir():
-        day = parse_day_dir(entry.name)
-        if day is not None and entry.is_dir() and discover_day(landing_dir, contract, day).files:
-            days.append(day)
-    return sorted(days)
+    return contract.layout.days(landing_dir)
+
+
+def list_days(landing_dir: str | Path, contract: SourceContract) -> list[dt.date]:
+    """The days whose folder holds at least one readable file, ascending."""
+    return sorted(day for day in day_folders(landing_dir, contract)
+                  if discover_day(landing_dir, contract, day).files)
 
 
 def sha256_file(path: Path) -> str:

@@ -23,14 +23,15 @@ def row_numbers(count: int) -> pa.Array:
     return pl.int_range(1, count + 1, dtype=pl.Int64, eager=True).to_arrow()
 
 
-def read_raw(data: bytes, fmt: str, relpath: str, string_columns: frozenset[str]) -> RawRows:
-    """Parse one file's bytes; ``string_columns`` are contract columns kept as JSON text."""
+def read_raw(data: bytes, fmt: str, relpath: str, string_columns: frozenset[str],
+             delimiter: str = ",") -> RawRows:
+    """Parse one file's bytes; ``string_columns`` are JSON keys kept as JSON text."""
     if not data:
         return empty_raw("zero-byte file: read as 0 rows")
     if fmt == "parquet":
         return _read_parquet(data, relpath)
     if fmt == "csv":
-        return _read_csv(data, relpath)
+        return _read_csv(data, relpath, delimiter)
     return _read_jsonl(data, relpath, string_columns)
 
 
@@ -68,9 +69,10 @@ def _polars_ready(table: pa.Table) -> pa.Table:
         if pa.types.is_dictionary(kind):
             column = column.cast(kind.value_type)
             kind = column.type
-        if pa.types.is_timestamp(kind):
-            # Zoned instants are stored in UTC already and naive ones are UTC by contract:
-            # only the label changes, and polars needs an IANA name rather than "+02:00".
+        if pa.types.is_timestamp(kind) and kind.tz is not None:
+            # Zoned instants are stored in UTC already: only the label changes, and polars
+            # needs an IANA name rather than "+02:00". Naive ones stay naive: they are wall
+            # clock times in the source's declared zone.
             column = column.cast(pa.timestamp(kind.unit, "UTC"))
         elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
             try:
@@ -88,7 +90,7 @@ def _polars_ready(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=table.column_names)
 
 
-def _csv_header(data: bytes) -> list[str] | None:
+def _csv_header(data: bytes, delimiter: str) -> list[str] | None:
     """The header of a CSV whose first line is a complete, clean record, else None."""
     line = data.split(b"\n", 1)[0].rstrip(b"\r")
     if not line.strip() or line.count(b'"') % 2:
@@ -97,19 +99,19 @@ def _csv_header(data: bytes) -> list[str] | None:
         text = line.decode("utf-8-sig")
     except UnicodeDecodeError:
         return None
-    return next(csv.reader([text]))
+    return next(csv.reader([text], delimiter=delimiter))
 
 
-def _read_csv(data: bytes, relpath: str) -> RawRows:
-    header = _csv_header(data)
+def _read_csv(data: bytes, relpath: str, delimiter: str) -> RawRows:
+    header = _csv_header(data, delimiter)
     # An odd number of quotes means a quote somewhere is open or stray: let the careful
     # parser decide whether the file is still countable.
     if header is None or data.count(b'"') % 2:
-        return parse_csv_rows(data, relpath)
+        return parse_csv_rows(data, relpath, delimiter)
     try:
         table = pacsv.read_csv(
             pa.BufferReader(data),
-            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(
                 column_types={name: pa.string() for name in header},
                 null_values=[""],
@@ -118,9 +120,9 @@ def _read_csv(data: bytes, relpath: str) -> RawRows:
             ),
         )
     except pa.ArrowInvalid:
-        return parse_csv_rows(data, relpath)
+        return parse_csv_rows(data, relpath, delimiter)
     if table.column_names != header:
-        return parse_csv_rows(data, relpath)
+        return parse_csv_rows(data, relpath, delimiter)
     return RawRows(table, row_numbers(table.num_rows))
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-from idem_assets.landing.coerce import coerce, shown
+from idem_assets.landing.coerce import ReadAs, coerce
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.raw import RawRows, raw_record_json, unique_names
 
@@ -45,7 +45,7 @@ class _Rule:
 
 
 def _row_rules(contract: SourceContract, partition_date: dt.date | None) -> list[_Rule]:
-    """Rules on typed values: keys, version, folder date, allowed values, signs."""
+    """Rules on typed values: keys, version, folder date, and quarantine-severity value rules."""
     rules: list[_Rule] = []
     for key in contract.natural_key:
         value = pl.col(key)
@@ -63,15 +63,12 @@ def _row_rules(contract: SourceContract, partition_date: dt.date | None) -> list
         rules.append(_Rule(column != pl.lit(partition_date), pl.format(
             f"{contract.date_column}: {{}} is outside the partition folder date={folder}",
             column.cast(pl.String))))
-    for name, allowed in sorted(contract.allowed_values.items()):
-        choices = sorted(allowed)
-        column = pl.col(name)
-        rules.append(_Rule(column.is_not_null() & ~column.is_in(choices), pl.format(
-            f"{name}: value '{{}}' is not allowed (expected one of {', '.join(choices)})",
-            shown(column))))
-    for name in contract.non_negative:
-        rules.append(_Rule(pl.col(name) < 0, pl.format(
-            f"{name}: {{}} is negative (must be >= 0)", pl.col(name).cast(pl.String))))
+    for field in contract.schema:
+        if not field.nullable and field.name not in contract.natural_key:
+            rules.append(_Rule(pl.col(field.name).is_null(), pl.lit(
+                f"{field.name}: is null but the column is declared not nullable")))
+    for rule in contract.quarantine_rules:
+        rules.append(_Rule(rule.violated(), rule.reason()))
     return rules
 
 
@@ -84,8 +81,12 @@ class _Split:
 
 def _split(frame: pl.DataFrame, contract: SourceContract, partition_date: dt.date | None
            ) -> _Split:
-    """Type every contract column, judge every row, and explain only the rejected ones."""
-    coerced = {f.name: coerce(f.name, f.type, frame.schema[f.name]) for f in contract.schema}
+    """Type every contract column, judge every row, and explain only the rejected ones.
+
+    ``frame`` holds the contract columns under their contract names, as the file gave them.
+    """
+    coerced = {f.name: coerce(f.name, f.type, frame.schema[f.name], ReadAs.of(contract, f.name))
+               for f in contract.schema}
     typed = frame.select(
         *(c.value.alias(name) for name, c in coerced.items()),
         *(c.present.alias(f"{_PRESENT}{name}") for name, c in coerced.items()),
@@ -134,9 +135,14 @@ def empty_rows(contract: SourceContract) -> pa.Table:
     return contract.schema.empty_table()
 
 
-def _file_problem(names: list[str], contract: SourceContract) -> str | None:
-    missing = [c for c in contract.columns if c not in names]
-    doubled = sorted(c for c, n in Counter(names).items() if n > 1 and c in contract.columns)
+def file_problem(names: list[str], contract: SourceContract) -> str | None:
+    """A whole-file problem for a file with these column names: missing or doubled columns."""
+    counts = Counter(names)
+    wanted = {contract.file_name(c): c for c in contract.columns}
+    missing = [_shown_column(c, contract) for c in contract.columns
+               if contract.file_name(c) not in counts]
+    doubled = sorted(_shown_column(wanted[n], contract) for n, k in counts.items()
+                     if k > 1 and n in wanted)
     problems = []
     if missing:
         problems.append(
@@ -146,20 +152,30 @@ def _file_problem(names: list[str], contract: SourceContract) -> str | None:
     return " and ".join(problems) or None
 
 
+def _shown_column(column: str, contract: SourceContract) -> str:
+    name = contract.file_name(column)
+    return name if name == column else f"{name} (for {column})"
+
+
 def normalise(raw: RawRows, contract: SourceContract, relpath: str,
               partition_date: dt.date | None) -> Normalised:
     """Type, validate and split one file's rows; every raw row lands on exactly one side."""
     names = raw.table.column_names
-    dropped = tuple(dict.fromkeys(n for n in names if n not in contract.columns))
-    frame = pl.from_arrow(raw.table.rename_columns(unique_names(names)))
+    wanted = {contract.file_name(c) for c in contract.columns}
+    dropped = tuple(dict.fromkeys(n for n in names if n not in wanted))
+    unique = unique_names(names)
+    frame = pl.from_arrow(raw.table.rename_columns(unique))
     assert isinstance(frame, pl.DataFrame)
     numbers = pl.Series(raw.row_numbers, dtype=pl.Int64)
-    problem = _file_problem(names, contract) if raw.table.num_rows else None
+    problem = file_problem(names, contract) if raw.table.num_rows else None
     if problem is not None:
         valid, reasons = empty_rows(contract), [problem] * frame.height
         bad_frame, bad_numbers = frame, numbers
     elif frame.height:
-        split = _split(frame, contract, partition_date)
+        # The file's own names for the contract columns (unique, so each appears once).
+        contract_frame = frame.select(
+            pl.col(contract.file_name(c)).alias(c) for c in contract.columns)
+        split = _split(contract_frame, contract, partition_date)
         valid, reasons = split.valid, split.reasons
         bad_frame, bad_numbers = frame.filter(split.invalid), numbers.filter(split.invalid)
     else:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
-from idem_assets.landing.contract import PRODUCT_CATALOG, SourceContract
+from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
 from idem_assets.landing.files import (
     Discovery,
     HashCache,
@@ -20,6 +21,7 @@ from idem_assets.landing.files import (
     discover_snapshot,
     file_format,
     files_signature,
+    is_gzip,
     list_days,
     relpath_of,
 )
@@ -30,6 +32,7 @@ from idem_assets.landing.normalise import QUARANTINE_SCHEMA, empty_rows, normali
 
 __all__ = [
     "QUARANTINE_SCHEMA",
+    "DayBeforeFirstDayError",
     "HashCache",
     "LandingBatch",
     "LandingFile",
@@ -76,10 +79,7 @@ class LandingBatch:
         out: dict[dt.date, str | None] = {}
         for offset in range((self.end - self.start).days):
             day = self.start + dt.timedelta(days=offset)
-            folder = f"/date={day.isoformat()}/"
-            out[day] = files_signature(
-                (f.relpath, f.sha256) for f in self.files if folder in f"/{f.relpath}"
-            )
+            out[day] = files_signature((f.relpath, f.sha256) for f in self.files if f.day == day)
         return out
 
 
@@ -96,15 +96,18 @@ class _Accumulator:
 
     def read(self, found: Discovery, partition_date: dt.date | None) -> None:
         self.ignored.update(found.ignored)
+        # JSON Lines keeps these as text (file names: renames apply after reading).
         string_columns = frozenset(
-            f.name for f in self.contract.schema if pa.types.is_string(f.type)
+            self.contract.file_name(f.name) for f in self.contract.schema
+            if pa.types.is_string(f.type)
         )
         for path in found.files:
             relpath = relpath_of(self.landing_dir, path)
             data = path.read_bytes()  # parsed and hashed from the same bytes
             fmt = file_format(path)
             assert fmt is not None
-            raw = read_raw(data, fmt, relpath, string_columns)
+            content = _gunzip(data, relpath) if is_gzip(path) else data
+            raw = read_raw(content, fmt, relpath, string_columns, self.contract.csv_delimiter)
             result = normalise(raw, self.contract, relpath, partition_date)
             self.rows.append(result.rows)
             self.quarantine.append(result.quarantine)
@@ -113,7 +116,8 @@ class _Accumulator:
             if raw.notes:
                 self.notes[relpath] = raw.notes
             digest = hashlib.sha256(data).hexdigest()
-            self.files.append(LandingFile(path, relpath, fmt, len(data), digest, raw.raw_rows))
+            self.files.append(
+                LandingFile(path, relpath, fmt, len(data), digest, raw.raw_rows, partition_date))
 
     def batch(self, start: dt.date | None, end: dt.date | None) -> LandingBatch:
         rows = pa.concat_tables([empty_rows(self.contract), *self.rows])
@@ -132,14 +136,53 @@ class _Accumulator:
         )
 
 
+# Decompressed text beyond this many times its compressed size is refused: real exports
+# compress 3-20x, a gzip bomb thousands of times.
+MAX_GZIP_RATIO = 200
+_MIN_GZIP_BOUND = 64 << 20
+
+
+def _gunzip(data: bytes, relpath: str) -> bytes:
+    """The bytes inside a gzip file, bounded; a corrupt or truncated file names itself."""
+    bound = max(_MIN_GZIP_BOUND, len(data) * MAX_GZIP_RATIO)
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    out = bytearray()
+    rest = data
+    try:
+        while rest:
+            out += inflater.decompress(rest, bound + 1 - len(out))
+            if len(out) > bound:
+                raise LandingFileError(
+                    relpath, f"gzip content is over {bound} bytes ({MAX_GZIP_RATIO}x the file): "
+                    "refused as a likely gzip bomb; split the file")
+            if inflater.unconsumed_tail:
+                rest = inflater.unconsumed_tail
+                continue
+            if not inflater.eof:
+                raise LandingFileError(relpath, "gzip stream is truncated; re-deliver the file")
+            rest = inflater.unused_data  # concatenated gzip members (as `cat a.gz b.gz`)
+            if rest:
+                inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    except zlib.error as exc:
+        raise LandingFileError(relpath, f"not a readable gzip file ({exc}); re-deliver it") from exc
+    return bytes(out)
+
+
 def read_days(
     landing_dir: str | Path, contract: SourceContract, start: dt.date, end: dt.date
 ) -> LandingBatch:
-    """Read the days [start, end) of a daily source; raises LandingFileError on unreadable files."""
+    """Read the days [start, end) of a daily source; raises LandingFileError on unreadable files.
+
+    Days before the source's first partition day raise ``DayBeforeFirstDayError``.
+    """
     if not contract.daily:
         raise ValueError(f"{contract.name} is a snapshot source; use read_snapshot")
     if end < start:
         raise ValueError(f"end {end} is before start {start}; the range is [start, end)")
+    early = [start + dt.timedelta(days=i) for i in range((end - start).days)
+             if contract.before_first_day(start + dt.timedelta(days=i))]
+    if early:
+        raise DayBeforeFirstDayError(contract, early)
     acc = _Accumulator(contract, Path(landing_dir))
     for offset in range((end - start).days):
         day = start + dt.timedelta(days=offset)
@@ -147,10 +190,8 @@ def read_days(
     return acc.batch(start, end)
 
 
-def read_snapshot(
-    landing_dir: str | Path, contract: SourceContract = PRODUCT_CATALOG
-) -> LandingBatch:
-    """Read the newest snapshot file: the greatest file name among ``<source>/*.csv``."""
+def read_snapshot(landing_dir: str | Path, contract: SourceContract) -> LandingBatch:
+    """Read the newest snapshot file: the greatest file name in the snapshot folder."""
     if contract.daily:
         raise ValueError(f"{contract.name} is a daily source; use read_days")
     acc = _Accumulator(contract, Path(landing_dir))
@@ -168,8 +209,7 @@ def day_signature(landing_dir: str | Path, contract: SourceContract, day: dt.dat
 
 
 def snapshot_signature(
-    landing_dir: str | Path, contract: SourceContract = PRODUCT_CATALOG,
-    cache: HashCache | None = None,
+    landing_dir: str | Path, contract: SourceContract, cache: HashCache | None = None,
 ) -> str | None:
     """sha256 over (relpath, sha256 of bytes) of the newest snapshot file; None if none."""
     return _snapshot_signature(landing_dir, contract, cache)

@@ -9,7 +9,7 @@ Spark replays the last batch whose commit it had not checkpointed; ``append_spar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,9 +20,11 @@ from pyspark.sql.streaming import StreamingQuery
 
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable
-from idem_assets.landing.contract import EVENTS, SourceContract
+from idem_assets.landing.contract import SourceContract
+from idem_assets.sample.sources import EVENTS
 from idem_assets.spark.landing import PATH, RAW, REASON, ROW, json_lines
 from idem_assets.spark.resource import require_settings
+from idem_assets.spark.schema import col
 from idem_assets.spark.staging import spark_uri
 from idem_assets.spark.writer import append_spark
 
@@ -34,6 +36,13 @@ STREAM_QUARANTINE_SCHEMA = pa.schema([
     pa.field("raw_record", pa.string()),
 ])
 EVENTS_STREAM_SCHEMA = EVENTS.schema.append(pa.field("event_date", pa.date32()))
+
+
+def with_dates_of_spark(rows: DataFrame, pairs: Sequence[tuple[str, str]]) -> DataFrame:
+    """Add each ``(name, source)`` date column: the UTC day of timestamp column ``source``."""
+    for name, source in pairs:
+        rows = rows.withColumn(name, F.to_date(col(source)))
+    return rows
 
 
 def with_event_date_spark(rows: DataFrame) -> DataFrame:

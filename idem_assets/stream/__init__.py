@@ -7,7 +7,6 @@ from idem_assets.stream.errors import (
     StreamStateError,
 )
 from idem_assets.stream.files import OffsetFile
-from idem_assets.stream.generator import GeneratedFile, append_stream_files
 from idem_assets.stream.ingest import Busy, StreamIngester
 from idem_assets.stream.offsets import BatchPlan, LoggedBatch, OffsetLog
 from idem_assets.stream.operations import Outlook, outlook, retry_batch, set_aside_files
@@ -18,15 +17,13 @@ from idem_assets.stream.report import (
     StreamSettings,
     StreamStep,
 )
-from idem_assets.stream.source import EVENTS_STREAM, StreamSource, stream_of
+from idem_assets.stream.source import StreamSource, stream_of
 
 __all__ = [
-    "EVENTS_STREAM",
     "BatchOutcome",
     "BatchPlan",
     "Busy",
     "FileChangedError",
-    "GeneratedFile",
     "LoggedBatch",
     "Observer",
     "OffsetFile",
@@ -40,7 +37,6 @@ __all__ = [
     "StreamSource",
     "StreamStateError",
     "StreamStep",
-    "append_stream_files",
     "outlook",
     "retry_batch",
     "set_aside_files",

@@ -10,9 +10,9 @@ import argparse
 import sys
 
 from idem_assets.checkpoint import open_store
-from idem_assets.stream.generator import append_stream_files
+from idem_assets.sample.sources import EVENTS_STREAM
+from idem_assets.sample.stream_files import append_stream_files
 from idem_assets.stream.offsets import OffsetLog
-from idem_assets.stream.source import EVENTS_STREAM
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from idem_assets.landing.contract import EVENTS, SourceContract
+from idem_assets.landing.contract import SourceContract
 
 STREAM_BATCH_COLUMN = "stream_batch"
 SOURCE_FILE_COLUMN = "source_file"
@@ -71,4 +71,3 @@ def stream_of(contract: SourceContract, name: str) -> StreamSource:
     return StreamSource(dataclasses.replace(contract, name=name, daily=False, date_column=None))
 
 
-EVENTS_STREAM = stream_of(EVENTS, "events_stream")

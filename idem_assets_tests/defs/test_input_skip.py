@@ -5,13 +5,13 @@ import datetime as dt
 import time
 
 from deltalake import write_deltalake
-
-from idem_assets.defs.landing_io import input_signature
 from idem_assets.defs.orders.assets import ORDERS_TABLE
+
 from idem_assets.io_manager import Window
 from idem_assets.lake import read_rows
 from idem_assets.landing.files import SETTLE_SECONDS
-from idem_assets.landing.generator import write_late_orders
+from idem_assets.lib.landing_io import input_signature
+from idem_assets.sample.generator import write_late_orders
 from idem_assets_tests.harness import START, materialization_metadata
 
 WINDOW = Window(START, START + dt.timedelta(days=1))

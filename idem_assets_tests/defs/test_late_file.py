@@ -4,7 +4,7 @@ import datetime as dt
 
 from deltalake import DeltaTable
 
-from idem_assets.landing.generator import write_late_orders
+from idem_assets.sample.generator import write_late_orders
 from idem_assets_tests.harness import day_keys, materialization_metadata, new_project
 
 

@@ -4,9 +4,9 @@ import datetime as dt
 import os
 
 import dagster as dg
-
 from idem_assets.defs.automation.sensors import catalog_sensor, landing_sensor
-from idem_assets.landing.generator import write_late_orders
+
+from idem_assets.sample.generator import write_late_orders
 from idem_assets_tests.harness import day_keys
 
 

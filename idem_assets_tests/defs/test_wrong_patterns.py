@@ -5,8 +5,8 @@ import sqlite3
 from deltalake import write_deltalake
 
 from idem_assets.lake import LakeTable, read_rows
-from idem_assets.landing.contract import ORDERS
 from idem_assets.landing.reader import read_days
+from idem_assets.sample.sources import ORDERS
 from idem_assets_tests.harness import START, materialization_metadata
 
 
@@ -72,7 +72,7 @@ def test_unkeyed_sends_deliver_twice_on_retry_keyed_outbox_once(tmp_path):
 def test_hand_made_upsert_lets_a_late_older_change_win(tmp_path):
     """INSERT OR REPLACE without a version guard: the last arrival wins, not the newest."""
     from idem_assets.lake import LakeTable, merge_upsert
-    from idem_assets.landing.contract import CUSTOMERS
+    from idem_assets.sample.sources import CUSTOMERS
     from idem_assets_tests.lake.rows import customer, customers_table
 
     newer = customer(1, "newest", "2024-03-05T00:00:00")

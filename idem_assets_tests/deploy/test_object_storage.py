@@ -14,9 +14,9 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
 from idem_assets.lake import LakeTable, fingerprint, overwrite_partitions, read_rows
-from idem_assets.landing.contract import ORDERS
-from idem_assets.landing.generator import generate
 from idem_assets.resources import CheckpointResource, LakeResource
+from idem_assets.sample.generator import generate
+from idem_assets.sample.sources import ORDERS
 from idem_assets_tests.deploy.conftest import S3Bucket
 from idem_assets_tests.harness import (
     START,

@@ -20,8 +20,8 @@ from dagster_postgres import (
 )
 
 from idem_assets.checkpoint import Status, open_store
-from idem_assets.landing.generator import generate
 from idem_assets.resources import CheckpointResource, LakeResource
+from idem_assets.sample.generator import generate
 from idem_assets_tests.deploy.daemon import SensorDaemon, daemon_workspace
 from idem_assets_tests.harness import (
     START,

@@ -8,8 +8,8 @@ from idem_assets.checkpoint import Status, open_store
 from idem_assets.io_manager.tracking import LEASE_TOKEN_KEY, LakeWriteLog
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.tables import commit_properties
-from idem_assets.landing.contract import ORDERS
 from idem_assets.landing.reader import read_days
+from idem_assets.sample.sources import ORDERS
 from idem_assets_tests.harness import START, materialization_metadata
 
 KEY = START.isoformat()

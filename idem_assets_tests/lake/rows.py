@@ -7,7 +7,7 @@ import decimal
 
 import pyarrow as pa
 
-from idem_assets.landing.contract import CUSTOMERS, ORDERS
+from idem_assets.sample.sources import CUSTOMERS, ORDERS
 
 UTC = dt.UTC
 

@@ -6,7 +6,7 @@ import pytest
 from deltalake import DeltaTable
 
 from idem_assets.lake import LakeTable, fingerprint, merge_upsert, overwrite_partitions, read_rows
-from idem_assets.landing.contract import CUSTOMERS, ORDERS
+from idem_assets.sample.sources import CUSTOMERS, ORDERS
 from idem_assets_tests.lake.rows import customer, customers_table, day, order, orders_table
 
 pytestmark = pytest.mark.slow

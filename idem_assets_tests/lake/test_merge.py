@@ -6,7 +6,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from idem_assets.lake import LakeTable, fingerprint, merge_upsert, plan_merge, read_rows
-from idem_assets.landing.contract import CUSTOMERS
+from idem_assets.sample.sources import CUSTOMERS
 from idem_assets_tests.lake.rows import customer, customers_table
 
 

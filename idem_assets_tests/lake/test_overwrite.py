@@ -12,7 +12,7 @@ from idem_assets.lake import (
     read_rows,
 )
 from idem_assets.lake.predicates import date_range
-from idem_assets.landing.contract import ORDERS
+from idem_assets.sample.sources import ORDERS
 from idem_assets_tests.lake.rows import day, order, orders_table
 
 

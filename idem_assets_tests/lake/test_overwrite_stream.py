@@ -16,7 +16,7 @@ from idem_assets.lake import (
     read_rows,
 )
 from idem_assets.lake.staging import STREAM_PREFIX, stage_batches
-from idem_assets.landing.contract import ORDERS
+from idem_assets.sample.sources import ORDERS
 from idem_assets_tests.lake.rows import day, order, orders_table
 
 START, END = day("2024-03-01"), day("2024-03-03")

@@ -10,8 +10,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from idem_assets.landing.contract import ORDERS, SourceContract
+from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.reader import QUARANTINE_SCHEMA, LandingBatch, read_days
+from idem_assets.sample.sources import ORDERS
 
 DAY = dt.date(2024, 3, 1)
 ORDER_HEADER = "order_id,customer_id,amount,status,order_date,updated_at"

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from idem_assets.landing.contract import ORDERS
 from idem_assets.landing.reader import QUARANTINE_SCHEMA, read_days
+from idem_assets.sample.sources import ORDERS
 from idem_assets_tests.landing.builders import (
     DAY,
     column,
@@ -174,7 +174,7 @@ def test_csv_quoted_newline_stays_in_its_field(tmp_path):
     put(tmp_path, day_file("a.csv", "customers"),
         f'{header}\n1,"Ada\nNovak",a@example.com,smb,2024-03-01T10:00:00Z\n'
         '2,Bo,b@example.com,smb,2024-03-01T10:00:00Z\n')
-    from idem_assets.landing.contract import CUSTOMERS
+    from idem_assets.sample.sources import CUSTOMERS
     batch = read_day(tmp_path, CUSTOMERS)
     assert column(batch, "name") == ["Ada\nNovak", "Bo"]
 
@@ -253,7 +253,7 @@ def test_the_reader_keeps_duplicates(tmp_path):
 
 
 def test_json_payload_objects_become_json_text(tmp_path):
-    from idem_assets.landing.contract import EVENTS
+    from idem_assets.sample.sources import EVENTS
     event = {"event_id": "e-1", "customer_id": 1, "event_type": "checkout",
              "event_time": "2024-03-01T10:00:00Z", "ingested_at": "2024-03-01T10:00:01Z",
              "payload": {"page": "/p/1", "items": [1, 2]}}
@@ -264,7 +264,7 @@ def test_json_payload_objects_become_json_text(tmp_path):
 
 
 def test_parquet_nested_and_exotic_columns(tmp_path):
-    from idem_assets.landing.contract import EVENTS
+    from idem_assets.sample.sources import EVENTS
     table = pa.table({
         "event_id": pa.array(["e-1", "e-2"]),
         "customer_id": pa.array([1, 2], pa.int64()),

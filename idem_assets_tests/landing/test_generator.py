@@ -10,9 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from idem_assets.landing.__main__ import main
-from idem_assets.landing.contract import CUSTOMERS, EVENTS, ORDERS, SOURCES
-from idem_assets.landing.generator import generate, plan, write_late_orders
 from idem_assets.landing.reader import (
     day_signature,
     list_days,
@@ -20,6 +17,9 @@ from idem_assets.landing.reader import (
     read_snapshot,
     snapshot_signature,
 )
+from idem_assets.sample.__main__ import main
+from idem_assets.sample.generator import generate, plan, write_late_orders
+from idem_assets.sample.sources import CUSTOMERS, EVENTS, ORDERS, SOURCES
 from idem_assets_tests.landing.builders import assert_conserved
 
 START = dt.date(2024, 3, 1)

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from idem_assets.landing.contract import CUSTOMERS, ORDERS, PRODUCT_CATALOG
 from idem_assets.landing.reader import (
     HashCache,
     day_signature,
@@ -18,6 +17,7 @@ from idem_assets.landing.reader import (
     read_snapshot,
     snapshot_signature,
 )
+from idem_assets.sample.sources import CUSTOMERS, ORDERS, PRODUCT_CATALOG
 from idem_assets_tests.landing.builders import (
     DAY,
     column,

@@ -7,8 +7,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from idem_assets.landing.contract import CUSTOMERS
 from idem_assets.landing.reader import LandingFileError
+from idem_assets.sample.sources import CUSTOMERS
 from idem_assets_tests.landing.builders import (
     column,
     day_file,

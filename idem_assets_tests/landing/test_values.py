@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from idem_assets.landing.contract import EVENTS, ORDERS
 from idem_assets.landing.raw import MAX_FIELD_BYTES
+from idem_assets.sample.sources import EVENTS, ORDERS
 from idem_assets_tests.landing.builders import (
     DAY,
     column,

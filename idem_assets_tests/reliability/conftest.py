@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from idem_assets.landing.generator import generate
+from idem_assets.sample.generator import generate
 from idem_assets_tests.harness import START
 
 LANDING_DAYS = 4

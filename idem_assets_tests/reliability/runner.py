@@ -23,8 +23,8 @@ from typing import Any
 import dagster as dg
 
 from idem_assets.definitions import build_definitions
-from idem_assets.defs.lake_asset import LAKE_IO_MANAGER_KEY
 from idem_assets.io_manager import IdempotentDeltaIOManager
+from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY
 from idem_assets.resources import (
     NOTIFY_TOKEN_ENV,
     CheckpointResource,

@@ -15,7 +15,8 @@ from pathlib import Path
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets.faults import crash_point
 from idem_assets.lake import LakeTable
-from idem_assets.stream import EVENTS_STREAM, StreamIngester, StreamSettings, StreamStep
+from idem_assets.sample import EVENTS_STREAM
+from idem_assets.stream import StreamIngester, StreamSettings, StreamStep
 
 FILES_PER_BATCH = 2
 LEASE_SECONDS = 1.0

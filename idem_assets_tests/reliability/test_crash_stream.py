@@ -11,7 +11,8 @@ import pytest
 
 from idem_assets.faults import CRASH_ENV, CRASH_MARKER
 from idem_assets.lake import LakeTable, fingerprint, read_rows
-from idem_assets.stream import EVENTS_STREAM, append_stream_files
+from idem_assets.sample import EVENTS_STREAM
+from idem_assets.sample.stream_files import append_stream_files
 from idem_assets_tests.reliability.stream_child import drain
 from idem_assets_tests.reliability.world import PROJECT_ROOT, record_row
 

@@ -8,17 +8,17 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 import pytest
+from idem_assets.defs.automation.sensors import landing_sensor
 
 from idem_assets.checkpoint import open_store
-from idem_assets.defs.automation.sensors import landing_sensor
-from idem_assets.defs.lake_asset import LAKE_IO_MANAGER_KEY
 from idem_assets.defs.resources import default_resources
 from idem_assets.io_manager import WriteSpec
-from idem_assets.landing.contract import ORDERS
 from idem_assets.landing.reader import list_days
+from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY
 from idem_assets.notify import Faults, NotificationServer
 from idem_assets.partitions import DAILY_PARTITIONS
 from idem_assets.resources import NOTIFY_TOKEN_ENV, NotificationResource
+from idem_assets.sample.sources import ORDERS
 from idem_assets_tests.harness import Project, materialization_metadata
 from idem_assets_tests.reliability.corpus import DAY, csv_bytes, event, jsonl_bytes, order
 from idem_assets_tests.reliability.runner import failures

@@ -9,7 +9,7 @@ import random
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from idem_assets.landing.contract import ORDERS
+from idem_assets.sample.sources import ORDERS
 
 STATUSES = ("placed", "paid", "shipped", "é-paid", "Z", None)
 BASE = dt.datetime(2024, 3, 1, 8, tzinfo=dt.UTC)

@@ -8,8 +8,9 @@ from collections import Counter
 import pytest
 
 from idem_assets.lake import fingerprint
-from idem_assets.landing import CUSTOMERS, EVENTS, ORDERS, generate, read_days
+from idem_assets.landing import read_days
 from idem_assets.landing.files import LandingFileError
+from idem_assets.sample import CUSTOMERS, EVENTS, ORDERS, generate
 from idem_assets.spark.commit import nullable
 from idem_assets.spark.transforms import read_landing_spark, spark_fingerprint
 from idem_assets_tests.landing.builders import DAY, day_file, put

@@ -8,10 +8,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
-
 from idem_assets.defs.events.assets import EVENTS_SCHEMA, with_event_date
+
 from idem_assets.lake import LakeTable, fingerprint, merge_upsert
-from idem_assets.landing import CUSTOMERS, EVENTS, generate, read_days
+from idem_assets.landing import read_days
+from idem_assets.sample import CUSTOMERS, EVENTS, generate
 from idem_assets.spark.commit import data_files, table_fingerprint
 from idem_assets.spark.merge import merge_partitions_spark
 from idem_assets_tests.spark.rows import to_spark

@@ -17,7 +17,8 @@ from idem_assets.lake import (
     fingerprint,
     overwrite_partitions,
 )
-from idem_assets.landing import ORDERS, generate, read_days
+from idem_assets.landing import read_days
+from idem_assets.sample import ORDERS, generate
 from idem_assets.spark.commit import table_fingerprint
 from idem_assets.spark.writer import append_spark, overwrite_partitions_spark
 from idem_assets_tests.spark.conftest import DRIVER_RESULT_LIMIT

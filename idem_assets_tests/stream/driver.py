@@ -21,7 +21,8 @@ from typing import Any
 
 from idem_assets.checkpoint import open_store
 from idem_assets.lake import LakeTable
-from idem_assets.stream import EVENTS_STREAM, StreamIngester, StreamSettings, StreamStep
+from idem_assets.sample import EVENTS_STREAM
+from idem_assets.stream import StreamIngester, StreamSettings, StreamStep
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,8 @@ from idem_assets.defs.stream.jobs import events_stream_job
 from idem_assets.defs.stream.sensors import events_stream_sensor
 from idem_assets.lake import read_rows
 from idem_assets.resources import CheckpointResource, LakeResource
-from idem_assets.stream import EVENTS_STREAM, OffsetLog
+from idem_assets.sample import EVENTS_STREAM
+from idem_assets.stream import OffsetLog
 from idem_assets_tests.harness import check_results, materialization_metadata
 from idem_assets_tests.stream.world import StreamWorld, expected_keys
 

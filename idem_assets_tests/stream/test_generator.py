@@ -8,7 +8,9 @@ import pytest
 
 from idem_assets.checkpoint import open_store
 from idem_assets.lake import LakeTable
-from idem_assets.stream import EVENTS_STREAM, StreamIngester, StreamSettings, append_stream_files
+from idem_assets.sample import EVENTS_STREAM
+from idem_assets.sample.stream_files import append_stream_files
+from idem_assets.stream import StreamIngester, StreamSettings
 from idem_assets.stream.__main__ import main
 
 

@@ -8,11 +8,11 @@ import time
 import pytest
 
 from idem_assets.checkpoint import Status
-from idem_assets.defs.landing_io import read_landing, write_quarantine
 from idem_assets.io_manager import Window
-from idem_assets.landing import EVENTS, PRODUCT_CATALOG
+from idem_assets.lib.landing_io import read_landing, write_quarantine
 from idem_assets.resources import LakeResource
-from idem_assets.stream import EVENTS_STREAM, Busy, OffsetLog, StreamStateError, StreamStep
+from idem_assets.sample import EVENTS, EVENTS_STREAM, PRODUCT_CATALOG
+from idem_assets.stream import Busy, OffsetLog, StreamStateError, StreamStep
 from idem_assets.stream.files import hash_file
 from idem_assets_tests.stream.world import StreamWorld, expected_keys, expected_quarantine
 

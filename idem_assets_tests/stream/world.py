@@ -12,14 +12,9 @@ import pyarrow.compute as pc
 
 from idem_assets.checkpoint import CheckpointStore, Tracker, open_store
 from idem_assets.lake import Fingerprint, LakeTable, committed_version, fingerprint, read_rows
-from idem_assets.stream import (
-    EVENTS_STREAM,
-    GeneratedFile,
-    Observer,
-    StreamIngester,
-    StreamSettings,
-    append_stream_files,
-)
+from idem_assets.sample import EVENTS_STREAM
+from idem_assets.sample.stream_files import GeneratedFile, append_stream_files
+from idem_assets.stream import Observer, StreamIngester, StreamSettings
 from idem_assets.stream.batch import META_BATCH, META_STREAM
 
 SEED = 11

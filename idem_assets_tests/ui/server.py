@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from idem_assets.landing.generator import generate
+from idem_assets.sample.generator import generate
 from idem_assets_tests.harness import START
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,1 +1,1 @@
-"""Jobs, schedules and sensors that drive the daily loads."""
+"""Jobs and schedules that drive the daily loads (each source brings its own sensor)."""

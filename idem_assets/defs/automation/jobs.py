@@ -2,13 +2,7 @@
 
 import dagster as dg
 
-from idem_assets.defs.catalog.assets import product_catalog
-from idem_assets.defs.customers.assets import customers
-from idem_assets.defs.events.assets import events
-from idem_assets.defs.orders.assets import orders
-from idem_assets.defs.sales.assets import daily_sales
-
-DAILY_ASSETS = (orders, customers, events, daily_sales)
+DAILY_ASSETS = ("orders", "customers", "events", "daily_sales")
 
 daily_lake_job = dg.define_asset_job(
     name="daily_lake_job",
@@ -19,6 +13,6 @@ daily_lake_job = dg.define_asset_job(
 
 catalog_job = dg.define_asset_job(
     name="catalog_job",
-    selection=dg.AssetSelection.assets(product_catalog),
+    selection=dg.AssetSelection.assets("product_catalog"),
     description="Swaps in the newest product catalog snapshot.",
 )

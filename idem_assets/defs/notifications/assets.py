@@ -10,11 +10,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from idem_assets.defs.orders.assets import ORDERS_TABLE
+from idem_assets.defs.sales.assets import ORDERS_TABLE
 from idem_assets.io_manager import Window, read, target_table
 from idem_assets.notify import idempotency_key
 from idem_assets.notify.outbox import DeliveryReport, OutboxRecord, drain, register
-from idem_assets.partitions import DAILY_PARTITIONS, partition_dates
+from idem_assets.partitions import partition_dates
 from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
 
 # An order reaching one of these statuses earns its customer one notification.
@@ -93,7 +93,7 @@ def worker_name(run_id: str) -> str:
 
 
 @dg.asset(
-    partitions_def=DAILY_PARTITIONS,
+    partitions_def=ORDERS_TABLE.partitions_def,
     deps=[ORDERS_TABLE.key],
     group_name="side_effects",
     owners=["team:data-platform"],

@@ -5,7 +5,6 @@ import dagster as dg
 from idem_assets.checkpoint import Status
 from idem_assets.checks.window import check_window
 from idem_assets.defs.notifications.assets import days, notifications, scope_of
-from idem_assets.partitions import DAILY_PARTITIONS
 from idem_assets.resources import CheckpointResource
 
 NO_DEAD_LETTERS = "no_dead_letters"
@@ -23,7 +22,7 @@ def no_dead_letters(
     context: dg.AssetCheckExecutionContext, checkpoint: CheckpointResource
 ) -> dg.AssetCheckResult:
     """No exhausted records in the partition."""
-    window = check_window(context, DAILY_PARTITIONS, notifications.key)
+    window = check_window(context, notifications.partitions_def, notifications.key)
     with checkpoint.open() as store:
         dead = [t for day in days(window) for t in store.dead_letters(scope_of(day))]
     return dg.AssetCheckResult(
@@ -50,7 +49,7 @@ def all_settled(
     context: dg.AssetCheckExecutionContext, checkpoint: CheckpointResource
 ) -> dg.AssetCheckResult:
     """Nothing pending, in flight or waiting for a retry."""
-    window = check_window(context, DAILY_PARTITIONS, notifications.key)
+    window = check_window(context, notifications.partitions_def, notifications.key)
     counts: dict[str, int] = {}
     with checkpoint.open() as store:
         for day in days(window):

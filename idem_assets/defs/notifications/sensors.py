@@ -3,7 +3,6 @@
 import dagster as dg
 
 from idem_assets.defs.notifications.assets import day_of, notifications
-from idem_assets.partitions import DAILY_PARTITIONS
 from idem_assets.resources import CheckpointResource
 
 notifications_job = dg.define_asset_job(
@@ -32,7 +31,8 @@ def notification_retry_sensor(
     context: dg.SensorEvaluationContext, checkpoint: CheckpointResource
 ) -> dg.SensorResult:
     """One run per partition whose retries are due, keyed by the due time."""
-    valid = set(DAILY_PARTITIONS.get_partition_keys())
+    assert notifications.partitions_def is not None
+    valid = set(notifications.partitions_def.get_partition_keys())
     requests = []
     with checkpoint.open() as store:
         for item in store.retryable():

@@ -7,13 +7,16 @@ import dagster as dg
 import polars as pl
 import pyarrow as pa
 
-from idem_assets.defs.lake_asset import LakeAssetDef, lake_asset
-from idem_assets.defs.orders.assets import ORDERS_TABLE
 from idem_assets.io_manager import Window, WriteSpec, read, target_table
 from idem_assets.lake.frames import conform
 from idem_assets.landing.contract import MONEY
+from idem_assets.lib import LakeAssetDef, lake_asset, lake_asset_def
 from idem_assets.partitions import partition_dates
 from idem_assets.resources import LakeResource
+from idem_assets.sample import ORDERS_SOURCE
+
+# The orders table as its declaration (defs/orders/defs.yaml) defines it.
+ORDERS_TABLE = lake_asset_def(ORDERS_SOURCE)
 
 # Orders in these states earn nothing.
 NON_REVENUE_STATUSES = ("cancelled", "refunded")
@@ -76,6 +79,8 @@ SALES_TABLE = LakeAssetDef(
         "revenue": "Sum of amount over revenue orders.",
         "customers": "Distinct customers with a revenue order.",
     },
+    partitions_def=ORDERS_TABLE.partitions_def,
+    owners=("team:data-platform",),
 )
 
 

@@ -9,10 +9,8 @@ import pyarrow.compute as pc
 
 from idem_assets.checks import lake_asset_checks
 from idem_assets.checks.window import check_window
-from idem_assets.defs.orders.assets import ORDERS_TABLE
-from idem_assets.defs.sales.assets import NON_REVENUE_STATUSES, SALES_TABLE
+from idem_assets.defs.sales.assets import NON_REVENUE_STATUSES, ORDERS_TABLE, SALES_TABLE
 from idem_assets.io_manager import read, target_table
-from idem_assets.partitions import DAILY_PARTITIONS
 from idem_assets.resources import LakeResource
 
 RECONCILES_WITH_ORDERS = "reconciles_with_orders"
@@ -43,7 +41,7 @@ def reconciles_with_orders(
     context: dg.AssetCheckExecutionContext, lake: LakeResource
 ) -> dg.AssetCheckResult:
     """daily_sales agrees with the orders table it was computed from."""
-    window = check_window(context, DAILY_PARTITIONS, SALES_TABLE.key)
+    window = check_window(context, SALES_TABLE.partitions_def, SALES_TABLE.key)
     orders = read(ORDERS_TABLE.spec, target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
                   window, ORDERS_TABLE.schema)
     sales = read(SALES_TABLE.spec, target_table(lake, SALES_TABLE.spec, SALES_TABLE.key),
@@ -70,4 +68,5 @@ def reconciles_with_orders(
     )
 
 
-SALES_CHECKS = [*lake_asset_checks(SALES_TABLE, DAILY_PARTITIONS), reconciles_with_orders]
+SALES_CHECKS = [*lake_asset_checks(SALES_TABLE, SALES_TABLE.partitions_def),
+                reconciles_with_orders]

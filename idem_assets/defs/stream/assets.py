@@ -5,10 +5,10 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from idem_assets.defs.lake_asset import OWNERS
-from idem_assets.defs.landing_io import QUARANTINE_TABLE
+from idem_assets.lib.landing_io import QUARANTINE_TABLE
 from idem_assets.resources import CheckpointResource, LakeResource
-from idem_assets.stream import EVENTS_STREAM, RunReport, StreamIngester, StreamSettings, StreamStep
+from idem_assets.sample import EVENTS_STREAM
+from idem_assets.stream import RunReport, StreamIngester, StreamSettings, StreamStep
 from idem_assets.stream.offsets import MAX_FILES_PER_BATCH
 
 STREAM = EVENTS_STREAM
@@ -79,7 +79,7 @@ def _logger(context: dg.AssetExecutionContext) -> Any:
 @dg.asset(
     name=STREAM.name,
     group_name="stream",
-    owners=OWNERS,
+    owners=["team:data-platform"],
     kinds={"deltalake"},
     metadata={"dagster/table_name": STREAM.name, "idem/strategy": "append",
               "idem/txn_app_id": STREAM.app_id},

@@ -8,8 +8,8 @@ import random
 import uuid
 from typing import Any
 
-from idem_assets.landing.contract import EVENTS
-from idem_assets.landing.synthetic.common import Calendar, SourcePlan, at, planned, share
+from idem_assets.sample.sources import EVENTS
+from idem_assets.sample.synthetic.common import Calendar, SourcePlan, at, planned, share
 
 EVENT_NAMESPACE = uuid.UUID("6f1c2a5e-4b7d-4c1e-9a55-2d8f0c3b7e11")
 EVENT_TYPES = ("page_view",) * 6 + ("add_to_cart",) * 2 + ("checkout", "purchase", "support_ticket")

@@ -25,7 +25,8 @@ from idem_assets.landing.writers import (
     file_bytes,
     write_atomically,
 )
-from idem_assets.stream.source import EVENTS_STREAM, StreamSource
+from idem_assets.sample.sources import EVENTS_STREAM
+from idem_assets.stream.source import StreamSource
 
 STREAM_EPOCH = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 STREAM_NAMESPACE = uuid.UUID("0b6f7d0e-58a4-4b8e-9f0e-4c1d7a2f9e31")

@@ -10,14 +10,14 @@ from typing import Any
 
 import polars as pl
 
-from idem_assets.landing.contract import ORDERS, SOURCES
 from idem_assets.landing.reader import day_signature, read_days
-from idem_assets.landing.synthetic.catalog import plan_catalog
-from idem_assets.landing.synthetic.common import Calendar, SourcePlan
-from idem_assets.landing.synthetic.customers import plan_customers
-from idem_assets.landing.synthetic.events import plan_events
-from idem_assets.landing.synthetic.orders import next_status, plan_orders
 from idem_assets.landing.writers import PlannedFile, file_bytes, write_atomically
+from idem_assets.sample.sources import ORDERS, SOURCES
+from idem_assets.sample.synthetic.catalog import plan_catalog
+from idem_assets.sample.synthetic.common import Calendar, SourcePlan
+from idem_assets.sample.synthetic.customers import plan_customers
+from idem_assets.sample.synthetic.events import plan_events
+from idem_assets.sample.synthetic.orders import next_status, plan_orders
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from pydantic import Field
 
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.landing.contract import SourceContract
-from idem_assets.partitions import DAILY_PARTITIONS, SINGLE_RUN_BACKFILL
+from idem_assets.landing.rules import ValueRule
+from idem_assets.partitions import SINGLE_RUN_BACKFILL
 from idem_assets.resources import LakeResource
 
 LAKE_IO_MANAGER_KEY = "lake_io"
-OWNERS = ["team:data-platform"]
 KINDS = {"deltalake", "polars"}
 
 # Pure recomputation of an asset's output rows for a window, before deduplication:
@@ -41,6 +41,14 @@ class LakeAssetDef:
     derive_spark: Callable[[Any], Any] | None = None
     # Bump when the transform changes: reruns skip only on unchanged inputs AND code.
     code_version: str = "1"
+    # Daily partitions of the asset (None: an unpartitioned table).
+    partitions_def: dg.PartitionsDefinition | None = None
+    group_name: str = "lake"
+    owners: tuple[str, ...] = ()
+    # Value rules reported by checks (warn / error), over the rows the asset writes.
+    value_rules: tuple[ValueRule, ...] = ()
+    # The quarantine_share check warns above this share of a day's raw rows.
+    quarantine_share: float = 0.01
 
     @property
     def key(self) -> dg.AssetKey:
@@ -78,22 +86,23 @@ class EngineConfig(dg.Config):
 
 
 def lake_asset(
-    definition: LakeAssetDef, *, description: str, daily: bool = True, **kwargs: Any
+    definition: LakeAssetDef, *, description: str, **kwargs: Any
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-    """``@dg.asset`` for a lake table: written by the IO manager, daily unless told otherwise.
+    """``@dg.asset`` for a lake table, written by the IO manager.
 
-    Daily assets get the shared partitions and a single-run backfill policy, so a
-    backfill range is one run and one Delta commit per table.
+    Partitioned assets get a single-run backfill policy, so a backfill range is one run
+    and one Delta commit per table.
     """
+    daily = definition.partitions_def is not None
     return dg.asset(
         name=definition.name,
-        partitions_def=DAILY_PARTITIONS if daily else None,
+        partitions_def=definition.partitions_def,
         backfill_policy=SINGLE_RUN_BACKFILL if daily else None,
         io_manager_key=LAKE_IO_MANAGER_KEY,
         metadata=definition.metadata(),
         code_version=definition.code_version,
-        group_name="lake",
-        owners=OWNERS,
+        group_name=definition.group_name,
+        owners=list(definition.owners),
         kinds=KINDS,
         description=description,
         **kwargs,

@@ -6,8 +6,8 @@ import datetime as dt
 import random
 from typing import Any
 
-from idem_assets.landing.contract import ORDERS
-from idem_assets.landing.synthetic.common import (
+from idem_assets.sample.sources import ORDERS
+from idem_assets.sample.synthetic.common import (
     Calendar,
     SourcePlan,
     at,

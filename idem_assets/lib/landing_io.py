@@ -13,12 +13,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from idem_assets import __version__
-from idem_assets.defs.lake_asset import LakeAssetDef
 from idem_assets.io_manager import TableOutput, Window
 from idem_assets.io_manager.tracking import SettledWrite, last_settled
 from idem_assets.lake import OneOf, date_range, files_signature, overwrite_slice
 from idem_assets.lake.predicates import Condition
-from idem_assets.landing.contract import SOURCES, SourceContract
+from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.files import discover_day, discover_snapshot
 from idem_assets.landing.reader import (
     QUARANTINE_SCHEMA,
@@ -29,10 +28,10 @@ from idem_assets.landing.reader import (
     read_snapshot,
     snapshot_signature,
 )
+from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.resources import CheckpointResource, LakeResource, SparkResource
 
 QUARANTINE_TABLE = "quarantine"
-_SOURCE_NAMES = frozenset(SOURCES)
 _MAX_LISTED_FILES = 50
 
 
@@ -48,7 +47,8 @@ def read_landing(lake: LakeResource, contract: SourceContract, window: Window) -
 
 def quarantine_conditions(contract: SourceContract, window: Window) -> list[Condition]:
     """The quarantine slice that belongs to a source and window."""
-    conditions: list[Condition] = [OneOf("source", contract.name, _SOURCE_NAMES)]
+    # The name was validated when the source was declared; OneOf checks it again.
+    conditions: list[Condition] = [OneOf("source", contract.name, frozenset({contract.name}))]
     if contract.daily and window.partitioned:
         assert window.start is not None and window.end is not None
         conditions.append(date_range("partition_date", window.start, window.end))

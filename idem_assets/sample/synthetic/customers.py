@@ -6,8 +6,8 @@ import datetime as dt
 import random
 from typing import Any
 
-from idem_assets.landing.contract import CUSTOMERS
-from idem_assets.landing.synthetic.common import Calendar, SourcePlan, at, planned, share
+from idem_assets.sample.sources import CUSTOMERS
+from idem_assets.sample.synthetic.common import Calendar, SourcePlan, at, planned, share
 
 FIRST_NAMES = ("Ada", "Bela", "Chen", "Dana", "Emil", "Fatma", "Goran", "Hana", "Ivo", "Jana",
                "Kofi", "Lena", "Mika", "Nora", "Omar", "Pia", "Quinn", "Rosa", "Sven", "Tara")

@@ -1,4 +1,7 @@
-"""Command line: generate sample landing data, add a late orders file, or inspect a source."""
+"""Command line: generate the sample domain's landing data, or add a late orders file.
+
+To read files with a declaration, use ``python -m idem_assets.sources inspect``.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +9,10 @@ import argparse
 import datetime as dt
 import json
 import sys
-from collections import Counter
 from collections.abc import Sequence
 
-from idem_assets.landing.contract import SOURCES
 from idem_assets.landing.files import LandingFileError
-from idem_assets.landing.generator import generate, write_late_orders
-from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
+from idem_assets.sample.generator import generate, write_late_orders
 
 
 def _date(text: str) -> dt.date:
@@ -23,7 +23,7 @@ def _date(text: str) -> dt.date:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m idem_assets.landing", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m idem_assets.sample", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     gen = commands.add_parser("generate", help="write deterministic sample landing files")
     gen.add_argument("--out", required=True, help="landing directory to write into")
@@ -37,27 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     late.add_argument("--day", required=True, type=_date, help="the day folder to add to")
     late.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     late.add_argument("--n", type=int, default=10, help="orders to update (default 10)")
-    inspect = commands.add_parser("inspect", help="read a source and summarise the outcome")
-    inspect.add_argument("--landing", required=True, help="landing directory")
-    inspect.add_argument("--source", required=True, choices=sorted(SOURCES))
-    inspect.add_argument("--start", type=_date, help="first day (daily sources)")
-    inspect.add_argument("--days", type=int, default=1, help="number of days (default 1)")
     return parser
-
-
-def _summary(batch: LandingBatch) -> dict[str, object]:
-    reasons = Counter(r.split(":", 1)[0] for r in batch.quarantine.column("reason").to_pylist())
-    return {
-        "source": batch.source,
-        "files": [f.relpath for f in batch.files],
-        "raw_rows": batch.raw_rows,
-        "valid_rows": batch.rows.num_rows,
-        "quarantined_rows": batch.quarantine.num_rows,
-        "quarantine_by_first_column": dict(sorted(reasons.items())),
-        "dropped_columns": {k: list(v) for k, v in batch.dropped_columns.items()},
-        "ignored_files": dict(batch.ignored_files),
-        "signature": batch.signature,
-    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,18 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary = generate(args.out, args.start, args.days, args.seed,
                                clean=args.clean, scale=args.scale)
             print(json.dumps(summary.as_dict(), indent=2))
-        elif args.command == "late-orders":
-            print(write_late_orders(args.landing, args.day, args.seed, args.n))
         else:
-            contract = SOURCES[args.source]
-            if contract.daily:
-                if args.start is None:
-                    raise ValueError(f"--start is required for the daily source {contract.name}")
-                end = args.start + dt.timedelta(days=args.days)
-                batch = read_days(args.landing, contract, args.start, end)
-            else:
-                batch = read_snapshot(args.landing, contract)
-            print(json.dumps(_summary(batch), indent=2))
+            print(write_late_orders(args.landing, args.day, args.seed, args.n))
     except (LandingFileError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,223 @@
+"""Checks of what a landing source delivered: conservation, quarantine share, value rules.
+
+One multi-asset check reads the window's landing files once and reports each of them:
+
+- ``conservation``: raw rows == loaded + duplicates dropped + quarantined;
+- ``quarantine_share``: warns when more than the declared share of a day's rows was
+  quarantined, fails (ERROR) when a day with rows loads none: a day whose rows were all
+  refused never shows all green;
+- one check per declared value rule (``<column>_<kind>``): counts and samples of the
+  loaded rows breaking it, with the rule's severity (WARN by default).
+"""
+
+
+import datetime as dt
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+import polars as pl
+
+from idem_assets.checks.conservation import CONSERVATION, conservation_result
+from idem_assets.checks.window import check_window
+from idem_assets.io_manager import prepare
+from idem_assets.landing.reader import LandingBatch
+from idem_assets.landing.rules import ValueRule
+from idem_assets.lib.lake_asset import LakeAssetDef
+from idem_assets.lib.landing_io import read_landing
+from idem_assets.resources import LakeResource
+
+QUARANTINE_SHARE = "quarantine_share"
+DEFAULT_QUARANTINE_SHARE = 0.01
+_SAMPLE = 10
+_TOP_REASONS = 5
+_QUOTED = re.compile(r"'[^']*'")
+_SEVERITY = {"warn": dg.AssetCheckSeverity.WARN, "error": dg.AssetCheckSeverity.ERROR}
+
+
+@dataclass(frozen=True)
+class DayShare:
+    """One day's landing outcome: raw rows and how many were quarantined."""
+
+    day: dt.date | None
+    raw: int
+    quarantined: int
+
+    @property
+    def loaded(self) -> int:
+        """Valid rows (before deduplication)."""
+        return self.raw - self.quarantined
+
+    @property
+    def share(self) -> float:
+        """Quarantined share of the raw rows (0 for an empty day)."""
+        return self.quarantined / self.raw if self.raw else 0.0
+
+
+def day_shares(batch: LandingBatch) -> list[DayShare]:
+    """Raw and quarantined rows per day of the batch (one entry for a snapshot)."""
+    raw: Counter[dt.date | None] = Counter()
+    for file in batch.files:
+        raw[file.day] += file.rows
+    quarantined: Counter[dt.date | None] = Counter(
+        batch.quarantine.column("partition_date").to_pylist())
+    days: list[dt.date | None] = list(batch.day_signatures()) if batch.start else [None]
+    return [DayShare(day, raw[day], quarantined[day]) for day in days]
+
+
+def top_reasons(batch: LandingBatch, limit: int = _TOP_REASONS) -> dict[str, int]:
+    """The most frequent quarantine reasons, values masked so equal rules count together."""
+    counts: Counter[str] = Counter()
+    for reason in batch.quarantine.column("reason").to_pylist():
+        for part in str(reason).split("; "):
+            counts[_QUOTED.sub("'…'", part)] += 1
+    return dict(counts.most_common(limit))
+
+
+def quarantine_share_result(batch: LandingBatch, threshold: float,
+                            label: str) -> dg.AssetCheckResult:
+    """Fails (ERROR) if a day with rows loaded none; fails (WARN) above ``threshold``."""
+    shares = day_shares(batch)
+    empty = [s for s in shares if s.raw and not s.loaded]
+    high = [s for s in shares if s.raw and s.loaded and s.share > threshold]
+    reasons = top_reasons(batch)
+    first = next(iter(reasons), None)
+    total_raw = sum(s.raw for s in shares)
+    total_bad = sum(s.quarantined for s in shares)
+    if empty:
+        severity, verdict = dg.AssetCheckSeverity.ERROR, (
+            f"{_days(empty)}: every one of {sum(s.raw for s in empty):,} raw row(s) was "
+            "quarantined, nothing loaded")
+    elif high:
+        severity, verdict = dg.AssetCheckSeverity.WARN, (
+            f"{_days(high)}: {max(s.share for s in high):.1%} of raw rows quarantined "
+            f"(threshold {threshold:.1%})")
+    else:
+        severity, verdict = dg.AssetCheckSeverity.WARN, (
+            f"{total_bad:,} of {total_raw:,} raw row(s) quarantined, within {threshold:.1%} "
+            "per day")
+    if first and (empty or high):
+        verdict += f"; top reason: {first}"
+    return dg.AssetCheckResult(
+        check_name=QUARANTINE_SHARE,
+        passed=not (empty or high),
+        severity=severity,
+        description=verdict,
+        metadata={
+            "partition_range": label,
+            "raw_rows": total_raw,
+            "quarantined": total_bad,
+            "quarantined_share": round(total_bad / total_raw, 6) if total_raw else 0.0,
+            "threshold": threshold,
+            "days_loading_nothing": len(empty),
+            "days_above_threshold": len(high),
+            "top_reasons": dg.MetadataValue.json(reasons),
+            "per_day": dg.MetadataValue.json([
+                {"day": str(s.day) if s.day else "snapshot", "raw": s.raw,
+                 "quarantined": s.quarantined, "share": round(s.share, 6)}
+                for s in shares if s.raw]),
+        },
+    )
+
+
+def _days(shares: Sequence[DayShare]) -> str:
+    labels = [str(s.day) if s.day else "the snapshot" for s in shares]
+    return ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+
+
+def rule_check_names(rules: Sequence[ValueRule]) -> list[str]:
+    """Check names of value rules, numbered where a column repeats a kind of rule."""
+    counts = Counter(rule.name for rule in rules)
+    seen: Counter[str] = Counter()
+    names = []
+    for rule in rules:
+        seen[rule.name] += 1
+        names.append(rule.name if counts[rule.name] == 1 else f"{rule.name}_{seen[rule.name]}")
+    return names
+
+
+def value_rule_result(name: str, rule: ValueRule, rows: pl.DataFrame,
+                      key: Sequence[str], label: str) -> dg.AssetCheckResult:
+    """Counts and samples of the rows breaking ``rule``, with the rule's severity."""
+    broken = rows.filter(rule.violated())
+    offending = broken.height
+    values = (broken.group_by(rule.column).len().sort(["len", rule.column],
+                                                      descending=[True, False]).head(_SAMPLE))
+    sample = broken.select([*dict.fromkeys([*key, rule.column])]).head(_SAMPLE)
+    return dg.AssetCheckResult(
+        check_name=name,
+        passed=offending == 0,
+        severity=_SEVERITY[rule.severity],
+        description=(f"{offending:,} of {rows.height:,} row(s) break the rule {rule.describe()}"
+                     if offending else f"every row satisfies {rule.describe()}"),
+        metadata={
+            "partition_range": label,
+            "rule": rule.describe(),
+            "rows_checked": rows.height,
+            "offending_rows": offending,
+            "offending_share": round(offending / rows.height, 6) if rows.height else 0.0,
+            "top_values": dg.MetadataValue.json(
+                [{"value": _plain(r[rule.column]), "rows": r["len"]} for r in values.to_dicts()]),
+            "sample": dg.MetadataValue.json(
+                [{k: _plain(v) for k, v in r.items()} for r in sample.to_dicts()]),
+        },
+    )
+
+
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, bool | int | float | str) else str(value)
+
+
+def landing_checks(
+    definition: LakeAssetDef,
+    partitions_def: dg.PartitionsDefinition | None,
+    *,
+    rules: Sequence[ValueRule] = (),
+    quarantine_share: float = DEFAULT_QUARANTINE_SHARE,
+    blocking: bool = False,
+) -> dg.AssetChecksDefinition:
+    """Conservation, quarantine share and value-rule checks of a landing asset, in one read."""
+    contract = definition.landing_source
+    assert contract is not None, f"{definition.name} reads no landing source"
+    names = rule_check_names(rules)
+    specs = [
+        dg.AssetCheckSpec(
+            CONSERVATION, asset=definition.key, blocking=blocking,
+            description="Every raw landing row of the partition is accounted for: loaded into "
+            "the table, dropped as a duplicate of a newer row, or stored in quarantine with a "
+            "reason."),
+        dg.AssetCheckSpec(
+            QUARANTINE_SHARE, asset=definition.key, blocking=blocking,
+            description=f"At most {quarantine_share:.1%} of each day's raw rows are quarantined "
+            "(WARN above); a day with rows that loads none fails (ERROR). Metadata lists the "
+            "top reasons."),
+        *(dg.AssetCheckSpec(name, asset=definition.key, blocking=blocking,
+                            description=f"Value rule ({rule.severity.upper()}): "
+                            f"{rule.describe()}; reports counts and samples of breaking rows.")
+          for name, rule in zip(names, rules, strict=True)),
+    ]
+
+    @dg.multi_asset_check(specs=specs, name=f"{definition.name}_landing_checks",
+                          can_subset=True)
+    def _landing_checks(context: dg.AssetCheckExecutionContext,
+                        lake: LakeResource) -> Iterator[dg.AssetCheckResult]:
+        window = check_window(context, partitions_def, definition.key)
+        batch = read_landing(lake, contract, window)
+        rows = definition.derive(batch.rows) if definition.derive else batch.rows
+        deduplicated = prepare(definition.spec, rows, definition.schema)
+        selected = {key.name for key in context.selected_asset_check_keys}
+        if CONSERVATION in selected:
+            yield conservation_result(definition, lake, window, batch, deduplicated)
+        if QUARANTINE_SHARE in selected:
+            yield quarantine_share_result(batch, quarantine_share, window.label())
+        table = pl.from_arrow(deduplicated.rows)
+        assert isinstance(table, pl.DataFrame)
+        for name, rule in zip(names, rules, strict=True):
+            if name in selected:
+                yield value_rule_result(name, rule, table, definition.spec.natural_key,
+                                        window.label())
+
+    return _landing_checks
