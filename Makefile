@@ -30,11 +30,18 @@ SAMPLE_DAYS ?= 14
 # The last two weeks, so the UI's partition pickers (which open on recent days) show them.
 SAMPLE_START ?= $(shell date -u -d '$(SAMPLE_DAYS) days ago' +%F)
 SAMPLE_SEED ?= 7
+# The TPC-H domain (idem_assets/defs/tpch): tpchgen-cli's scale factor and the days laid out
+# from 1992-01-01 (TPC-H's own dates).
+TPCH_SCALE ?= 0.01
+TPCH_DAYS ?= 31
+# Example data (the sample shop and TPC-H) is written only into the default landing dir:
+# with IDEM_LANDING_DIR pointing at your own files, nothing is written there.
+SAMPLE_DATA ?= $(if $(filter file,$(origin IDEM_LANDING_DIR)),yes,no)
 
 # Debian's own Chromium drives the browser tests (never a downloaded browser).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install run demo test bench sample-data dagster-home lint clean browser reliability
+.PHONY: install run demo test bench sample-data tpch-data dagster-home lint clean browser reliability
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,14 +74,25 @@ dagster-home:
 	@ln -sf $(INSTANCE_YAML) $(DAGSTER_HOME)/dagster.yaml
 
 sample-data: install
-	@if [ -z "$$(ls -A $(IDEM_LANDING_DIR) 2>/dev/null)" ]; then \
+	@if [ "$(SAMPLE_DATA)" != yes ]; then \
+		echo "landing dir $(IDEM_LANDING_DIR) is yours: no sample data written"; \
+	elif [ -z "$$(ls -A $(IDEM_LANDING_DIR) 2>/dev/null)" ]; then \
 		$(PY) -m idem_assets.sample generate --out $(IDEM_LANDING_DIR) \
 			--start $(SAMPLE_START) --days $(SAMPLE_DAYS) --seed $(SAMPLE_SEED); \
 	else echo "landing data present in $(IDEM_LANDING_DIR)"; fi
 
+## TPC-H orders, lineitem and customer from tpchgen-cli, laid out under $(IDEM_LANDING_DIR)/tpch
+## once. After sample-data, whose "landing dir is empty" test must not see tpch/ first.
+tpch-data: install sample-data
+	@if [ "$(SAMPLE_DATA)" != yes ]; then :; \
+	elif [ ! -e $(IDEM_LANDING_DIR)/tpch ]; then \
+		$(PY) -m idem_assets.sample tpch --out $(IDEM_LANDING_DIR) \
+			--scale $(TPCH_SCALE) --days $(TPCH_DAYS); \
+	else echo "TPC-H landing data present in $(IDEM_LANDING_DIR)/tpch"; fi
+
 ## Start the Dagster UI on http://$(HOST):$(PORT) with the whole code location loaded,
 ## and the reference notification service beside it on $(IDEM_NOTIFY_URL).
-run: install dagster-home sample-data
+run: install dagster-home sample-data tpch-data
 	@mkdir -p data/state
 	$(PY) -m idem_assets.notify serve --host 127.0.0.1 --port $(NOTIFY_PORT) \
 		--db data/state/notify.db & notify=$$!; \
@@ -82,7 +100,7 @@ run: install dagster-home sample-data
 	$(VENV)/bin/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
 
 ## Headless: materialize two weeks of every asset twice and print rows/versions/fingerprints/checks.
-demo: install dagster-home sample-data
+demo: install dagster-home sample-data tpch-data
 	$(PY) -m idem_assets.demo --days $(SAMPLE_DAYS)
 
 ## Create/install everything and run the whole test suite.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from idem_assets.defs.resources import default_resources
+from idem_assets.lib.resources import default_resources
 
 _PACKAGE = Path(__file__).resolve().parent
 

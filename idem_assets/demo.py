@@ -21,9 +21,9 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 from idem_assets.definitions import defs  # noqa: E402
 from idem_assets.lake import fingerprint, read_rows  # noqa: E402
-from idem_assets.landing.contract import ORDERS  # noqa: E402
 from idem_assets.landing.reader import list_days  # noqa: E402
 from idem_assets.resources import LakeResource  # noqa: E402
+from idem_assets.sample.sources import ORDERS  # noqa: E402
 
 # Dagster's own step logs would drown the table; errors still show.
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}

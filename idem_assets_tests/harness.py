@@ -11,8 +11,8 @@ import dagster as dg
 
 from idem_assets.definitions import build_definitions
 from idem_assets.defs.automation.jobs import catalog_job, daily_lake_job
-from idem_assets.defs.resources import default_resources
 from idem_assets.lake import Fingerprint, fingerprint, read_rows
+from idem_assets.lib.resources import default_resources
 from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
 from idem_assets.sample.generator import generate
 

@@ -40,7 +40,8 @@ def test_definitions_hold_every_asset_check_job_schedule_and_sensor():
         "daily_lake_job", "catalog_job", "notifications_job", "notifications_redrive_job"}
     assert {s.name for s in repo.schedule_defs} == {"daily_lake_job_schedule"}
     assert {s.name for s in repo.sensor_defs} >= {
-        "landing_sensor", "catalog_sensor", "notification_retry_sensor"}
+        "orders_landing_sensor", "customers_landing_sensor", "events_landing_sensor",
+        "product_catalog_landing_sensor", "notification_retry_sensor"}
 
 
 def test_every_asset_is_described_and_lake_assets_declare_their_strategy():

@@ -42,9 +42,12 @@ def landing_day(scale: float, root: Path) -> Path:
 def prepare(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
     """A landing day and a lake; with ``warm`` the day is materialized once already."""
     import dagster as dg
-    from idem_assets.defs.orders.assets import orders
 
     from idem_assets.landing.files import SETTLE_SECONDS
+    from idem_assets.lib import source_asset
+    from idem_assets.sample import ORDERS_SOURCE
+
+    orders = source_asset(ORDERS_SOURCE)
 
     root = Path(workdir)
     shutil.rmtree(root, ignore_errors=True)
@@ -60,7 +63,7 @@ def prepare(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
 
 
 def _resources(root: Path, landing: Path) -> dict[str, Any]:
-    from idem_assets.defs.resources import default_resources
+    from idem_assets.lib.resources import default_resources
     from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
 
     lake = LakeResource(landing_dir=str(landing), lake_dir=str(root / "lake"))
@@ -87,11 +90,13 @@ def run(state: dict[str, Any]) -> dict[str, Any]:
 
 def prepare_trivial(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
     """A partitioned asset that does nothing, materialized the same way: Dagster's floor."""
+    import datetime as dt
+
     import dagster as dg
 
-    from idem_assets.partitions import DAILY_PARTITIONS
+    from idem_assets.partitions import daily_partitions
 
-    @dg.asset(name="orders", partitions_def=DAILY_PARTITIONS)
+    @dg.asset(name="orders", partitions_def=daily_partitions(dt.date(2024, 3, 1)))
     def nothing():  # noqa: ANN202  (a string annotation would not resolve here)
         return dg.MaterializeResult(metadata={"no_op_proof": "", "committed": False})
 

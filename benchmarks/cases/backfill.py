@@ -34,7 +34,7 @@ def prepare(days: int, scale: float, workdir: str) -> dict[str, Any]:
     import dagster as dg
 
     from idem_assets.definitions import build_definitions
-    from idem_assets.defs.resources import default_resources
+    from idem_assets.lib.resources import default_resources
     from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
 
     root = Path(workdir)

@@ -39,16 +39,17 @@ def _load(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
 
 
 def _ours(state: dict[str, Any]) -> tuple[Any, Any]:
-    from idem_assets.defs.orders.assets import ORDERS_TABLE
-
     from idem_assets.io_manager import IdempotentDeltaIOManager, WriteSpec
+    from idem_assets.lib import lake_asset_def
     from idem_assets.resources import CheckpointResource, LakeResource
+    from idem_assets.sample import ORDERS_SOURCE
 
+    orders_table = lake_asset_def(ORDERS_SOURCE)
     root = state["root"]
     lake = LakeResource(landing_dir=str(root / "landing"), lake_dir=str(root / "lake"))
     checkpoint = CheckpointResource(url=f"sqlite:///{root / 'state.db'}")
     manager = IdempotentDeltaIOManager(lake=lake, checkpoint=checkpoint)
-    spec = WriteSpec(**{**ORDERS_TABLE.spec.model_dump(), "table": "orders"})
+    spec = WriteSpec(**{**orders_table.spec.model_dump(), "table": "orders"})
 
     def context() -> dg.OutputContext:
         return dg.build_output_context(

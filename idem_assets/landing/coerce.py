@@ -354,7 +354,7 @@ def to_string(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
     if dtype == pl.Binary:
         value = raw.map_batches(_decode_utf8, return_dtype=pl.String)
     elif isinstance(dtype, pl.Struct):
-        value = raw.struct.json_encode()
+        value = pl.when(raw.is_not_null()).then(raw.struct.json_encode())
     else:
         value = raw.cast(pl.String, strict=False)
     bad = raw.is_not_null() & value.is_null()

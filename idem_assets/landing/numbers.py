@@ -48,10 +48,10 @@ class Separators:
 
     def example(self, kind: str) -> str:
         """A sample value of ``kind`` ("an integer", "a decimal number", "a number")."""
-        grouped = f"1{self.thousands}234" if self.thousands else "1234"
+        whole = f"1{self.thousands}234" if self.thousands else "12"
         if kind == "an integer":
-            return grouped
-        return f"{grouped}{self.decimal}5" if kind == "a number" else f"{grouped}{self.decimal}56"
+            return whole
+        return f"{whole}{self.decimal}{'5' if kind == 'a number' else '34'}"
 
     def digits(self) -> str:
         """The pattern of the integer digits, grouped by thousands where declared."""

@@ -64,7 +64,7 @@ class ValueRule:
         """True where a non-null value breaks the rule (over typed columns)."""
         value = pl.col(self.column)
         if self.kind == "allowed":
-            broken = ~value.is_in(pl.Series(list(self.allowed)))
+            broken = ~value.is_in(pl.lit(pl.Series(list(self.allowed))).implode())
         elif self.kind == "non_negative":
             broken = value < 0
         elif self.kind == "pattern":

@@ -2,15 +2,18 @@
 
 from idem_assets.lib.component import LandingSourceComponent
 from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY, EngineConfig, LakeAssetDef, lake_asset
-from idem_assets.lib.source import lake_asset_def, source_asset, source_definitions
+from idem_assets.lib.resources import default_resources
+from idem_assets.lib.source import lake_asset_def, source_asset, source_definitions, source_sensor
 
 __all__ = [
     "LAKE_IO_MANAGER_KEY",
     "EngineConfig",
     "LakeAssetDef",
     "LandingSourceComponent",
+    "default_resources",
     "lake_asset",
     "lake_asset_def",
     "source_asset",
     "source_definitions",
+    "source_sensor",
 ]

@@ -14,8 +14,8 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from idem_assets.checks import lake_asset_checks
 from idem_assets.io_manager import TableOutput, Window, WriteSpec
+from idem_assets.lib.checks import lake_asset_checks
 from idem_assets.lib.lake_asset import EngineConfig, LakeAssetDef, lake_asset
 from idem_assets.lib.landing_io import landing_output, read_landing
 from idem_assets.lib.sensors import daily_landing_sensor, snapshot_landing_sensor

@@ -1,4 +1,5 @@
-"""Command line: generate the sample domain's landing data, or add a late orders file.
+"""Command line: generate the sample domain's landing data, add a late orders file, or lay
+out TPC-H data (made by tpchgen-cli) as the tpch domain's landing files.
 
 To read files with a declaration, use ``python -m idem_assets.sources inspect``.
 """
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 from idem_assets.landing.files import LandingFileError
 from idem_assets.sample.generator import generate, write_late_orders
+from idem_assets.sample.tpch import DEFAULT_DAYS, DEFAULT_SCALE, TpchgenError, lay_out_tpch
 
 
 def _date(text: str) -> dt.date:
@@ -37,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     late.add_argument("--day", required=True, type=_date, help="the day folder to add to")
     late.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     late.add_argument("--n", type=int, default=10, help="orders to update (default 10)")
+    tpch = commands.add_parser("tpch", help="lay out TPC-H data from tpchgen-cli as landing files")
+    tpch.add_argument("--out", required=True, help="landing directory (files go under tpch/)")
+    tpch.add_argument("--scale", type=float, default=DEFAULT_SCALE,
+                      help=f"TPC-H scale factor (default {DEFAULT_SCALE})")
+    tpch.add_argument("--days", type=int, default=DEFAULT_DAYS,
+                      help=f"days from 1992-01-01 to lay out (default {DEFAULT_DAYS})")
     return parser
 
 
@@ -48,9 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary = generate(args.out, args.start, args.days, args.seed,
                                clean=args.clean, scale=args.scale)
             print(json.dumps(summary.as_dict(), indent=2))
+        elif args.command == "tpch":
+            print(json.dumps(lay_out_tpch(args.out, args.scale, args.days).as_dict(), indent=2))
         else:
             print(write_late_orders(args.landing, args.day, args.seed, args.n))
-    except (LandingFileError, ValueError) as exc:
+    except (LandingFileError, TpchgenError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -15,7 +15,7 @@ from idem_assets.spark.resource import (
     session_of,
     spark_config,
 )
-from idem_assets.spark.streaming import StreamSink, start_stream, with_event_date_spark
+from idem_assets.spark.streaming import StreamSink, start_stream, with_dates_of_spark
 from idem_assets.spark.transforms import (
     SparkDedupe,
     SparkLandingBatch,
@@ -42,5 +42,5 @@ __all__ = [
     "spark_fingerprint",
     "start_stream",
     "table_fingerprint",
-    "with_event_date_spark",
+    "with_dates_of_spark",
 ]

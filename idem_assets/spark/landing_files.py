@@ -1,14 +1,16 @@
 """Driver-side planning of a Spark landing read: which files, grouped by how Spark reads them.
 
 Only metadata crosses the driver: directory listings, file sizes, Parquet footers' schemas
-and CSV header lines. Rows are read by the executors (``idem_assets.spark.landing``).
+and CSV header lines (the first line of a gzip file is inflated for it). Rows are read by
+the executors (``idem_assets.spark.landing``), which inflate ``.gz`` files by their suffix.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
-from collections import Counter
+import gzip
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,10 +18,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.files import LandingFileError, discover_day, file_format, relpath_of
+from idem_assets.landing.files import (
+    LandingFileError,
+    discover_day,
+    file_format,
+    is_gzip,
+    relpath_of,
+)
+from idem_assets.landing.normalise import file_problem
 from idem_assets.landing.raw import unique_names
 
 _HEADER_BYTES = 1 << 16
+ZERO_BYTES_NOTE = "zero-byte file: read as 0 rows"
 
 
 @dataclass(frozen=True)
@@ -28,10 +38,12 @@ class FileGroup:
 
     format: str
     paths: tuple[Path, ...]
-    # Column names as the files spell them (CSV/Parquet); empty for JSON Lines.
+    # Column names as the files spell them (CSV/Parquet, made unique); empty for JSON Lines.
     columns: tuple[str, ...] = ()
     # Whole-file problem (missing or doubled contract columns): every row is quarantined.
     problem: str | None = None
+    # Parquet: the Arrow type of each column, from the footer (how the local reader sees it).
+    types: tuple[pa.DataType, ...] = ()
 
 
 @dataclass
@@ -45,19 +57,6 @@ class LandingPlan:
     notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def file_problem(names: list[str], contract: SourceContract) -> str | None:
-    """The reader's whole-file problem for these columns: missing or doubled contract columns."""
-    missing = [c for c in contract.columns if c not in names]
-    doubled = sorted(c for c, n in Counter(names).items() if n > 1 and c in contract.columns)
-    problems = []
-    if missing:
-        problems.append(
-            f"file lacks contract column(s) {', '.join(missing)} (it has: {', '.join(names)})")
-    if doubled:
-        problems.append(f"contract column(s) {', '.join(doubled)} appear more than once")
-    return " and ".join(problems) or None
-
-
 def parquet_schema(path: Path, relpath: str) -> pa.Schema:
     """A Parquet file's schema from its footer; an unreadable footer names the file."""
     try:
@@ -68,19 +67,38 @@ def parquet_schema(path: Path, relpath: str) -> pa.Schema:
         ) from exc
 
 
-def csv_header(path: Path, relpath: str) -> list[str]:
-    """The header fields of a CSV file, read from its first line only."""
-    with path.open("rb") as handle:
-        line = handle.readline(_HEADER_BYTES)
+def _first_bytes(path: Path, relpath: str, size: int) -> bytes:
+    """The first ``size`` bytes of a file's content (inflated for gzip files)."""
+    if not is_gzip(path):
+        with path.open("rb") as handle:
+            return handle.read(size)
     try:
-        text = line.decode("utf-8-sig").rstrip("\r\n")
+        with gzip.open(path, "rb") as handle:
+            return handle.read(size)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise LandingFileError(
+            relpath, f"not a readable gzip file ({exc}); re-deliver it") from exc
+
+
+def csv_header(path: Path, relpath: str, delimiter: str = ",") -> list[str]:
+    """The header fields of a CSV file, read from its first line only."""
+    line = _first_bytes(path, relpath, _HEADER_BYTES).split(b"\n", 1)[0]
+    try:
+        text = line.decode("utf-8-sig").rstrip("\r")
     except UnicodeDecodeError as exc:
         raise LandingFileError(relpath, "CSV header is not valid UTF-8") from exc
     if not text.strip() or text.count('"') % 2:
         raise LandingFileError(
             relpath, "CSV header line is blank or has an open quote: the Spark reader needs a "
             "clean header row (the local reader can pinpoint the problem)")
-    return next(csv.reader([text]))
+    return next(csv.reader([text], delimiter=delimiter))
+
+
+def _is_empty(path: Path, relpath: str) -> bool:
+    """Whether a file holds no content (a gzip file: no inflated bytes)."""
+    if path.stat().st_size == 0:
+        return True
+    return is_gzip(path) and not _first_bytes(path, relpath, 1)
 
 
 def plan_days(
@@ -89,39 +107,41 @@ def plan_days(
     """Group the files of days ``[start, end)`` by format and column layout."""
     plan = LandingPlan()
     grouped: dict[tuple[str, str], list[Path]] = {}
-    layouts: dict[tuple[str, str], tuple[str, ...]] = {}
+    layouts: dict[tuple[str, str], tuple[tuple[str, ...], tuple[pa.DataType, ...]]] = {}
+    wanted = {contract.file_name(c) for c in contract.columns}
     for offset in range((end - start).days):
         found = discover_day(landing_dir, contract, start + dt.timedelta(days=offset))
         plan.ignored_files.update(found.ignored)
         for path in found.files:
             relpath = relpath_of(landing_dir, path)
-            if path.stat().st_size == 0:
-                plan.notes[relpath] = ("zero-byte file: read as 0 rows",)
+            if _is_empty(path, relpath):
+                plan.notes[relpath] = (ZERO_BYTES_NOTE,)
                 continue
             fmt = file_format(path)
             assert fmt is not None
             plan.files.append(relpath)
             columns: tuple[str, ...] = ()
+            types: tuple[pa.DataType, ...] = ()
             if fmt == "parquet":
                 schema = parquet_schema(path, relpath)
-                columns = tuple(schema.names)
+                columns, types = tuple(schema.names), tuple(schema.types)
                 if len(set(columns)) < len(columns):
                     raise LandingFileError(relpath, "Parquet file repeats a column name; the "
                                            "Spark reader cannot read it (the local reader can)")
                 layout = schema.to_string(show_field_metadata=False)
             elif fmt == "csv":
-                columns = tuple(csv_header(path, relpath))
+                columns = tuple(csv_header(path, relpath, contract.csv_delimiter))
                 layout = "\x00".join(columns)
             else:
                 layout = ""
-            extra = tuple(dict.fromkeys(c for c in columns if c not in contract.columns))
+            extra = tuple(dict.fromkeys(c for c in columns if c not in wanted))
             if extra:
                 plan.dropped_columns[relpath] = extra
             grouped.setdefault((fmt, layout), []).append(path)
-            layouts[(fmt, layout)] = columns
+            layouts[(fmt, layout)] = (columns, types)
     for (fmt, layout), paths in grouped.items():
-        columns = layouts[(fmt, layout)]
+        columns, types = layouts[(fmt, layout)]
         problem = file_problem(list(columns), contract) if fmt != "jsonl" else None
         names = tuple(unique_names(columns))
-        plan.groups.append(FileGroup(fmt, tuple(paths), names, problem))
+        plan.groups.append(FileGroup(fmt, tuple(paths), names, problem, types))
     return plan

@@ -21,8 +21,8 @@ from pyspark.sql.streaming import StreamingQuery
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable
 from idem_assets.landing.contract import SourceContract
-from idem_assets.sample.sources import EVENTS
-from idem_assets.spark.landing import PATH, RAW, REASON, ROW, json_lines
+from idem_assets.spark.json_lines import json_lines
+from idem_assets.spark.judge import PATH, RAW, REASON, ROW
 from idem_assets.spark.resource import require_settings
 from idem_assets.spark.schema import col
 from idem_assets.spark.staging import spark_uri
@@ -35,7 +35,6 @@ STREAM_QUARANTINE_SCHEMA = pa.schema([
     pa.field("reason", pa.string()),
     pa.field("raw_record", pa.string()),
 ])
-EVENTS_STREAM_SCHEMA = EVENTS.schema.append(pa.field("event_date", pa.date32()))
 
 
 def with_dates_of_spark(rows: DataFrame, pairs: Sequence[tuple[str, str]]) -> DataFrame:
@@ -45,21 +44,20 @@ def with_dates_of_spark(rows: DataFrame, pairs: Sequence[tuple[str, str]]) -> Da
     return rows
 
 
-def with_event_date_spark(rows: DataFrame) -> DataFrame:
-    """Add ``event_date`` (UTC day of event_time), the events table's partition column."""
-    return rows.withColumn("event_date", F.to_date(F.col("event_time")))
-
-
 @dataclass(frozen=True)
 class StreamSink:
-    """Where and how a stream's micro-batches are committed."""
+    """Where and how a stream's micro-batches are committed.
+
+    ``contract`` judges the lines; ``prepare`` turns its valid rows into rows of the
+    table ``schema`` (for example ``with_dates_of_spark`` for a date partition column).
+    """
 
     target: LakeTable
     app_id: str
-    contract: SourceContract = EVENTS
-    schema: pa.Schema = EVENTS_STREAM_SCHEMA
-    prepare: Callable[[DataFrame], DataFrame] = with_event_date_spark
-    partition_column: str | None = "event_date"
+    contract: SourceContract
+    schema: pa.Schema
+    prepare: Callable[[DataFrame], DataFrame] | None = None
+    partition_column: str | None = None
     # Rows failing the landing rules go here with a reason (txn app id "<app_id>/quarantine").
     quarantine: LakeTable | None = None
     # Test and operations hook, called after a batch's commits, before Spark checkpoints it.
@@ -71,7 +69,9 @@ class StreamSink:
         try:
             judged = json_lines(lines, self.contract)
             rows = judged.filter(F.col(REASON).isNull()).select(*self.contract.columns)
-            result = append_spark(self.target, self.prepare(rows), self.app_id, batch_id,
+            if self.prepare is not None:
+                rows = self.prepare(rows)
+            result = append_spark(self.target, rows, self.app_id, batch_id,
                                   schema=self.schema, partition_column=self.partition_column,
                                   commit_metadata={"idem.stream": self.app_id})
             if self.quarantine is not None:

@@ -1,13 +1,32 @@
-"""Landing sensor: same files never trigger twice; a changed file triggers exactly one run."""
+"""Landing sensors: same files never trigger twice; a changed file triggers exactly one run."""
 
 import datetime as dt
+import json
 import os
+import shutil
 
 import dagster as dg
-from idem_assets.defs.automation.sensors import catalog_sensor, landing_sensor
 
+from idem_assets.lib import source_sensor
+from idem_assets.sample import CATALOG_SOURCE, CUSTOMERS_SOURCE, EVENTS_SOURCE, ORDERS_SOURCE
 from idem_assets.sample.generator import write_late_orders
-from idem_assets_tests.harness import day_keys
+from idem_assets_tests.harness import START, day_keys
+
+SENSORS = {s.name: source_sensor(s) for s in (ORDERS_SOURCE, CUSTOMERS_SOURCE, EVENTS_SOURCE)}
+catalog_sensor = source_sensor(CATALOG_SOURCE)
+
+
+def landing_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """The three daily sources' sensors ticked together, one cursor each."""
+    cursors = json.loads(context.cursor) if context.cursor else {}
+    requests, out = [], {}
+    for name, sensor in SENSORS.items():
+        sub = dg.build_sensor_context(cursor=cursors.get(name), instance=context.instance,
+                                      resources={"lake": context.resources.lake})
+        result = sensor(sub)
+        requests.extend(result.run_requests or [])
+        out[name] = result.cursor
+    return dg.SensorResult(run_requests=requests, cursor=json.dumps(out, sort_keys=True))
 
 
 def _tick(project, sensor, cursor):
@@ -15,6 +34,12 @@ def _tick(project, sensor, cursor):
                                       resources={"lake": project.lake})
     result = sensor(context)
     return result.run_requests or [], result.cursor
+
+
+def test_each_declared_source_has_its_sensor_in_the_code_location(project):
+    names = {s.name for s in project.definitions().sensors}
+    assert {"orders_landing_sensor", "customers_landing_sensor", "events_landing_sensor",
+            "product_catalog_landing_sensor"} <= names
 
 
 def test_first_tick_requests_each_source_day_once_then_nothing(project):
@@ -29,6 +54,23 @@ def test_first_tick_requests_each_source_day_once_then_nothing(project):
     again, cursor2 = _tick(project, landing_sensor, cursor)
     assert again == []
     assert cursor2 == cursor
+
+
+def test_days_before_the_first_partition_day_are_reported_not_requested(project):
+    early = START - dt.timedelta(days=3)
+    src = project.landing / "orders" / f"date={START.isoformat()}"
+    shutil.copytree(src, project.landing / "orders" / f"date={early.isoformat()}")
+    sensor = SENSORS["orders"]
+    first = sensor(dg.build_sensor_context(instance=project.instance,
+                                           resources={"lake": project.lake}))
+    assert {r.partition_key for r in first.run_requests} == set(day_keys(4))
+    quiet = sensor(dg.build_sensor_context(cursor=first.cursor, instance=project.instance,
+                                           resources={"lake": project.lake}))
+    assert quiet.run_requests == []
+    assert quiet.skip_reason is not None
+    assert quiet.skip_reason.skip_message == (
+        f"orders: landing day(s) {early} are before the first partition day 2024-03-01 and are "
+        "not loaded; set first_day in the source's declaration to load them")
 
 
 def test_changed_file_triggers_exactly_one_run(project):

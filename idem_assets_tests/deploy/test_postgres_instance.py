@@ -115,35 +115,41 @@ def test_materialize_rerun_and_checks_on_the_postgres_instance(pg_instance, tmp_
         assert {w.status for w in writes} == {Status.SUCCEEDED}
 
 
+DAILY_SENSORS = ("orders_landing_sensor", "customers_landing_sensor", "events_landing_sensor")
+
+
 def test_landing_sensor_ticks_record_runs_and_the_instance_dedupes_run_keys(
     pg_instance, tmp_path
 ):
     instance, _ = pg_instance
     with daemon_workspace(instance, ROOT) as workspace:
-        daemon = SensorDaemon(workspace, "landing_sensor")
-        first = daemon.tick()
-        assert first.status == TickStatus.SUCCESS
+        daemons = [SensorDaemon(workspace, name) for name in DAILY_SENSORS]
+        first = [daemon.tick() for daemon in daemons]
+        assert {tick.status for tick in first} == {TickStatus.SUCCESS}
         runs = instance.get_runs()
         # One run per (source, day): orders, customers and events for each landing day.
-        assert len(runs) == len(first.run_ids) == 3 * DAYS
+        run_keys = [key for tick in first for key in tick.run_keys]
+        assert len(runs) == sum(len(t.run_ids) for t in first) == 3 * DAYS
         keys = {run.tags["dagster/run_key"] for run in runs}
-        assert keys == set(first.run_keys) and len(keys) == 3 * DAYS
+        assert keys == set(run_keys) and len(keys) == 3 * DAYS
         assert {run.tags["dagster/partition"] for run in runs} == set(day_keys(DAYS))
         assert {run.status for run in runs} == {dg.DagsterRunStatus.QUEUED}
 
-        quiet = daemon.tick()  # same files, cursor remembers them
-        assert quiet.status == TickStatus.SKIPPED
-        assert quiet.run_ids == []
+        for daemon in daemons:
+            quiet = daemon.tick()  # same files, cursor remembers them
+            assert quiet.status == TickStatus.SKIPPED
+            assert quiet.run_ids == []
 
-        # Without its cursor the sensor asks for the same runs again; the instance knows
+        # Without its cursor a sensor asks for the same runs again; the instance knows
         # those run keys and launches nothing.
-        daemon.forget_cursor()
-        replay = daemon.tick()
-        assert set(replay.run_keys) == keys
+        orders = daemons[0]
+        orders.forget_cursor()
+        replay = orders.tick()
+        assert set(replay.run_keys) == set(first[0].run_keys)
         assert replay.run_ids == []
         assert replay.status == TickStatus.SKIPPED
         assert len(instance.get_runs()) == 3 * DAYS
-        assert len(daemon.ticks()) == 3
+        assert len(orders.ticks()) == 3
 
 
 def test_dagster_dev_on_the_postgres_profile_runs_what_its_sensor_requests(
@@ -157,7 +163,8 @@ def test_dagster_dev_on_the_postgres_profile_runs_what_its_sensor_requests(
     try:
         # What a person does in the UI's Automation tab: turn the landing sensor on.
         with daemon_workspace(instance, ROOT) as workspace:
-            SensorDaemon(workspace, "landing_sensor")
+            for name in DAILY_SENSORS:
+                SensorDaemon(workspace, name)
         deadline = time.monotonic() + RUNS_SECONDS
         while time.monotonic() < deadline:
             runs = instance.get_runs()

@@ -9,7 +9,7 @@ import pytest
 from idem_assets.checkpoint import Status, open_store
 from idem_assets.io_manager import IdempotentDeltaIOManager, WriteSpec
 from idem_assets.lake import fingerprint, read_rows
-from idem_assets.partitions import DAILY_PARTITIONS
+from idem_assets.partitions import daily_partitions
 from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets_tests.lake.rows import order, orders_table
 
@@ -23,8 +23,8 @@ def _rows(n: int) -> pa.Table:
 
 
 def _asset(spec: WriteSpec, rows: pa.Table, name: str = "big_orders") -> dg.AssetsDefinition:
-    @dg.asset(name=name, partitions_def=DAILY_PARTITIONS, io_manager_key="lake_io",
-              metadata=spec.to_metadata())
+    @dg.asset(name=name, partitions_def=daily_partitions(dt.date(2024, 3, 1)),
+              io_manager_key="lake_io", metadata=spec.to_metadata())
     def streamed() -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches(max_chunksize=7))
 

@@ -49,7 +49,7 @@ def test_no_files_means_no_signature(tmp_path):
     assert day_signature(tmp_path, ORDERS, DAY) is None
     put(tmp_path, day_file("_SUCCESS"), "")
     assert day_signature(tmp_path, ORDERS, DAY) is None
-    assert snapshot_signature(tmp_path) is None
+    assert snapshot_signature(tmp_path, PRODUCT_CATALOG) is None
 
 
 def test_signature_follows_content_not_time_or_location(tmp_path):
@@ -126,29 +126,32 @@ def test_newest_snapshot_is_the_greatest_file_name(tmp_path):
         f"{CATALOG_HEADER}\n1,A,toys,2.00\n2,B,books,3.50\n")
     put(tmp_path, "product_catalog/catalog-2024-03-15.parquet", b"")
     put(tmp_path, "product_catalog/.catalog-2024-03-22.csv.tmp", "half")
-    batch = read_snapshot(tmp_path)
+    batch = read_snapshot(tmp_path, PRODUCT_CATALOG)
     assert [f.relpath for f in batch.files] == ["product_catalog/catalog-2024-03-08.csv"]
     assert column(batch, "product_id") == [1, 2]
     assert (batch.start, batch.end) == (None, None)
     assert sorted(batch.ignored_files) == ["product_catalog/.catalog-2024-03-22.csv.tmp",
                                            "product_catalog/catalog-2024-03-15.parquet"]
-    before = snapshot_signature(tmp_path)
+    before = snapshot_signature(tmp_path, PRODUCT_CATALOG)
     assert before == batch.signature
     put(tmp_path, "product_catalog/catalog-2024-03-01.csv", f"{CATALOG_HEADER}\n9,Z,toys,1\n")
-    assert snapshot_signature(tmp_path) == before  # an older snapshot does not matter
+    # An older snapshot does not matter.
+    assert snapshot_signature(tmp_path, PRODUCT_CATALOG) == before
     put(tmp_path, "product_catalog/catalog-2024-03-15.csv", f"{CATALOG_HEADER}\n3,C,toys,1\n")
-    assert snapshot_signature(tmp_path) != before
-    assert column(read_snapshot(tmp_path), "product_id") == [3]
+    assert snapshot_signature(tmp_path, PRODUCT_CATALOG) != before
+    assert column(read_snapshot(tmp_path, PRODUCT_CATALOG), "product_id") == [3]
 
 
 def test_snapshot_quarantine_has_no_partition_date(tmp_path):
     put(tmp_path, "product_catalog/catalog-2024-03-01.csv",
-        f"{CATALOG_HEADER}\n1,A,toys,-1.00\n2,B,toys,abc\n")
-    batch = read_snapshot(tmp_path)
+        f"{CATALOG_HEADER}\n1,A,toys,-1.00\n2,B,toys,abc\n,C,toys,1.00\n")
+    batch = read_snapshot(tmp_path, PRODUCT_CATALOG)
     assert batch.quarantine.column("partition_date").to_pylist() == [None, None]
     assert batch.quarantine.column("reason").to_pylist() == [
-        "price: -1.00 is negative (must be >= 0)",
-        "price: value 'abc' is not a decimal number like 12.34"]
+        "price: value 'abc' is not a decimal number like 12.34",
+        "product_id: natural key is null or blank"]
+    # A negative price is a business rule (a WARN check), so that row loads.
+    assert column(batch, "product_id") == [1]
 
 
 def _signature_with(root, cache):

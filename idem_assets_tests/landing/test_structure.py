@@ -88,7 +88,7 @@ def test_jsonl_line_with_invalid_utf8_is_quarantined(tmp_path):
 
 
 def test_jsonl_blank_lines_are_not_rows(tmp_path):
-    text = "\n" + jsonl(order(1)) + "  \n\n" + jsonl(order(2, status="x"))
+    text = "\n" + jsonl(order(1)) + "  \n\n" + jsonl(order(2, updated_at=None))
     put(tmp_path, day_file("a.jsonl"), text)
     batch = read_day(tmp_path)
     assert batch.raw_rows == 2

@@ -7,6 +7,7 @@ is committed to Delta and before Spark records the batch in its checkpoint.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -14,8 +15,9 @@ import sys
 from pathlib import Path
 
 from idem_assets.lake import LakeTable, WriteResult
+from idem_assets.sample import EVENTS, EVENTS_SOURCE
 from idem_assets.spark.resource import local_spark_session
-from idem_assets.spark.streaming import StreamSink, start_stream
+from idem_assets.spark.streaming import StreamSink, start_stream, with_dates_of_spark
 
 KILL_ENV = "IDEM_SPARK_KILL_AFTER_BATCH"
 APP_ID = "events-stream"
@@ -36,7 +38,11 @@ def main(argv: list[str]) -> int:
             os.killpg(os.getpgid(0), signal.SIGKILL)
 
     spark = local_spark_session(conf={"spark.sql.shuffle.partitions": "2"})
-    sink = StreamSink(LakeTable(str(lake_dir / TABLE)), APP_ID, after_commit=after_commit)
+    sink = StreamSink(
+        LakeTable(str(lake_dir / TABLE)), APP_ID, contract=EVENTS,
+        schema=EVENTS_SOURCE.table_schema(),
+        prepare=functools.partial(with_dates_of_spark, pairs=[("event_date", "event_time")]),
+        partition_column="event_date", after_commit=after_commit)
     start_stream(spark, stream_dir, checkpoint, sink).awaitTermination()
     spark.stop()
     return 0

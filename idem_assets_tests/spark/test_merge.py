@@ -8,11 +8,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
-from idem_assets.defs.events.assets import EVENTS_SCHEMA, with_event_date
 
 from idem_assets.lake import LakeTable, fingerprint, merge_upsert
 from idem_assets.landing import read_days
-from idem_assets.sample import CUSTOMERS, EVENTS, generate
+from idem_assets.sample import CUSTOMERS, EVENTS, EVENTS_SOURCE, generate
 from idem_assets.spark.commit import data_files, table_fingerprint
 from idem_assets.spark.merge import merge_partitions_spark
 from idem_assets_tests.spark.rows import to_spark
@@ -20,6 +19,12 @@ from idem_assets_tests.spark.rows import to_spark
 pytestmark = pytest.mark.spark
 START, DAYS = dt.date(2024, 3, 1), 4
 KEY, VERSION, PARTITION = ["event_id"], "ingested_at", "event_date"
+EVENTS_SCHEMA = EVENTS_SOURCE.table_schema()
+
+
+def with_event_date(rows: pa.Table) -> pa.Table:
+    """The events table's rows: landing rows plus event_date, the UTC day of event_time."""
+    return rows.append_column("event_date", pc.cast(rows["event_time"], pa.date32()))
 
 
 @pytest.fixture(scope="module")

@@ -176,8 +176,8 @@ def test_append_commits_each_txn_version_once_and_empty_batches_advance_it(spark
 def test_a_table_with_check_constraints_is_left_to_a_checking_writer(spark, tmp_path, orders):
     target = LakeTable(str(tmp_path / "orders"))
     _local_overwrite(target, orders)
-    DeltaTable(target.uri).alter.add_constraint({"amount_not_negative": "amount >= 0"})
+    DeltaTable(target.uri).alter.add_constraint({"order_id_positive": "order_id > 0"})
     version = DeltaTable(target.uri).version()
-    with pytest.raises(ValueError, match="amount_not_negative"):
+    with pytest.raises(ValueError, match="order_id_positive"):
         _spark_overwrite(spark, target, orders.slice(0, 5))
     assert DeltaTable(target.uri).version() == version

@@ -8,8 +8,8 @@ import pytest
 
 from idem_assets.checkpoint import Status, open_store
 from idem_assets.landing import LandingFileError
+from idem_assets.sample import EVENTS_STREAM
 from idem_assets.stream import (
-    EVENTS_STREAM,
     FileChangedError,
     OffsetLog,
     StreamBlocked,

@@ -3,8 +3,8 @@
 import dagster as dg
 
 from idem_assets.checkpoint import Status
-from idem_assets.checks.window import check_window
 from idem_assets.defs.notifications.assets import days, notifications, scope_of
+from idem_assets.lib.checks.window import check_window
 from idem_assets.resources import CheckpointResource
 
 NO_DEAD_LETTERS = "no_dead_letters"

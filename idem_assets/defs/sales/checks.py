@@ -7,10 +7,10 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from idem_assets.checks import lake_asset_checks
-from idem_assets.checks.window import check_window
 from idem_assets.defs.sales.assets import NON_REVENUE_STATUSES, ORDERS_TABLE, SALES_TABLE
 from idem_assets.io_manager import read, target_table
+from idem_assets.lib.checks import lake_asset_checks
+from idem_assets.lib.checks.window import check_window
 from idem_assets.resources import LakeResource
 
 RECONCILES_WITH_ORDERS = "reconciles_with_orders"

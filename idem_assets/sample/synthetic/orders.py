@@ -54,7 +54,9 @@ def _moved(row: dict[str, Any], updated_at: dt.datetime, rng: random.Random) -> 
 
 def _defects(k: int, day: dt.date, first_id: int, customers: list[int], rng: random.Random,
              plan: SourcePlan) -> list[dict[str, Any]]:
-    """A handful of rows the reader must quarantine: unknown status, negative amount."""
+    """A handful of odd rows: an unknown status and a negative amount, which load and are
+    flagged by the declaration's WARN value rules, and a row without a version (its
+    updated_at is missing), which cannot be ordered and is quarantined."""
     rows = []
     if k % 5 == 0:
         row = _new_order(first_id, day, customers, rng)
@@ -64,6 +66,10 @@ def _defects(k: int, day: dt.date, first_id: int, customers: list[int], rng: ran
         row = _new_order(first_id, day, customers, rng)
         rows.append({**row, "amount": money(-rng.randint(100, 5_000))})
         plan.defects["orders_negative_amount"] += 1
+    if k % 5 == 2:
+        row = _new_order(first_id, day, customers, rng)
+        rows.append({**row, "updated_at": None})
+        plan.defects["orders_missing_version"] += 1
     return rows
 
 

@@ -1,4 +1,10 @@
-"""The code location's resource set, built in one place for every environment."""
+"""The resources a code location with lake assets needs, built in one place for every environment.
+
+A project that declares its own sources merges them into its definitions::
+
+    dg.Definitions.merge(dg.load_from_defs_folder(path_within_project=HERE),
+                         dg.Definitions(resources=default_resources()))
+"""
 
 from __future__ import annotations
 
@@ -21,7 +27,10 @@ def default_resources(
     notifier: NotificationResource | None = None,
     spark: SparkResource | None = None,
 ) -> dict[str, object]:
-    """Resources keyed as the assets expect them (tests pass their own in tmp dirs)."""
+    """Resources keyed as the assets expect them; unset ones read their environment at run time.
+
+    Tests pass their own, pointing into temp dirs.
+    """
     lake = lake or LakeResource()
     checkpoint = checkpoint or CheckpointResource()
     notifier = notifier or NotificationResource(token=dg.EnvVar(NOTIFY_TOKEN_ENV))

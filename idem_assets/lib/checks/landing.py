@@ -21,11 +21,11 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from idem_assets.checks.conservation import CONSERVATION, conservation_result
-from idem_assets.checks.window import check_window
 from idem_assets.io_manager import prepare
 from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
+from idem_assets.lib.checks.conservation import CONSERVATION, conservation_result
+from idem_assets.lib.checks.window import check_window
 from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.lib.landing_io import read_landing
 from idem_assets.resources import LakeResource
@@ -34,7 +34,10 @@ QUARANTINE_SHARE = "quarantine_share"
 DEFAULT_QUARANTINE_SHARE = 0.01
 _SAMPLE = 10
 _TOP_REASONS = 5
-_QUOTED = re.compile(r"'[^']*'")
+# The value in a reason, so that rows breaking the same rule count together:
+# "status: value 'x' is not ..." and "amount: -5.00 is negative ...".
+_QUOTED_VALUE = re.compile(r"value '[^']*'")
+_BARE_VALUE = re.compile(r"^([^:]+): \S+ is ")
 _SEVERITY = {"warn": dg.AssetCheckSeverity.WARN, "error": dg.AssetCheckSeverity.ERROR}
 
 
@@ -73,7 +76,8 @@ def top_reasons(batch: LandingBatch, limit: int = _TOP_REASONS) -> dict[str, int
     counts: Counter[str] = Counter()
     for reason in batch.quarantine.column("reason").to_pylist():
         for part in str(reason).split("; "):
-            counts[_QUOTED.sub("'…'", part)] += 1
+            masked = _BARE_VALUE.sub(r"\1: … is ", _QUOTED_VALUE.sub("value '…'", part))
+            counts[masked] += 1
     return dict(counts.most_common(limit))
 
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 import dagster as dg
 import polars as pl
 
-from idem_assets.checks.landing import landing_checks
-from idem_assets.checks.window import check_window
 from idem_assets.io_manager import compare, prepare, target_table
 from idem_assets.lake import read_rows
+from idem_assets.lib.checks.landing import landing_checks
+from idem_assets.lib.checks.window import check_window
 from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.resources import LakeResource
 

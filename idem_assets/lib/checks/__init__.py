@@ -1,0 +1,14 @@
+"""Asset checks that prove idempotence and account for every landing row."""
+
+from idem_assets.lib.checks.conservation import CONSERVATION
+from idem_assets.lib.checks.factory import RERUN_EQUALITY, UNIQUE_NATURAL_KEY, lake_asset_checks
+from idem_assets.lib.checks.landing import QUARANTINE_SHARE, landing_checks
+
+__all__ = [
+    "CONSERVATION",
+    "QUARANTINE_SHARE",
+    "RERUN_EQUALITY",
+    "UNIQUE_NATURAL_KEY",
+    "lake_asset_checks",
+    "landing_checks",
+]

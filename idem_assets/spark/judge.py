@@ -1,0 +1,143 @@
+"""Typing and judging raw landing rows in Spark: one reason per row, null when it is valid.
+
+Every reader (CSV, Parquet, JSON Lines, the stream) hands its raw rows here with, per
+contract column, where its values are: a file column of a known kind, or a JSON value
+whose kind is known per row. The outcome per row equals ``idem_assets.landing.normalise``:
+a whole-file problem, else the parse errors, else the row rules broken.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from idem_assets.landing.coerce import ReadAs
+from idem_assets.landing.contract import SourceContract
+from idem_assets.landing.layout import Layout
+from idem_assets.spark.coerce import coerce, needs_text, raw_of_arrow
+from idem_assets.spark.json_values import json_kind, json_text, json_typed
+from idem_assets.spark.rules import row_rules
+from idem_assets.spark.schema import spark_schema
+from idem_assets.spark.values import Raw, Typed, non_blank, stripped
+
+PATH, ROW, RAW, REASON = "__idem_path", "__idem_row", "__idem_raw", "__idem_reason"
+_PROBLEM = "__idem_problem"
+
+
+@dataclass(frozen=True)
+class FileColumn:
+    """A contract column read from a file column (CSV: text; Parquet: its Arrow type)."""
+
+    name: str  # the column's (unique) name in the raw frame
+    kind: pa.DataType = pa.string()
+
+
+@dataclass(frozen=True)
+class JsonColumn:
+    """A contract column read from a JSON value (a VARIANT column of the raw frame)."""
+
+    name: str
+
+
+def quoted(name: str) -> Column:
+    """A raw column by name: file column names are data, always backquoted, never parsed."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _file_pattern(layout: Layout) -> tuple[str, dict[str, int]]:
+    """A Java regex for ``<day folder>/<file>`` at the end of a path, and its day groups."""
+    # Group 1 is the relpath; the layout's named groups follow in their order.
+    groups = {name: index + 1 for name, index in re.compile(layout.regex()).groupindex.items()}
+    return rf"(?:^|/)({layout.regex(java=True)}/[^/]+)$", groups
+
+
+def folder_day(path: Column, layout: Layout) -> Column:
+    """The day of the layout folder a file (given by its Spark file URI) sits in."""
+    pattern, groups = _file_pattern(layout)
+    if "date" in groups:
+        text = F.regexp_extract(path, pattern, groups["date"])
+    else:
+        text = F.concat_ws("-", *(F.regexp_extract(path, pattern, groups[part])
+                                  for part in ("yyyy", "mm", "dd")))
+    return F.try_to_date(text, "yyyy-MM-dd")
+
+
+def landing_relpath(path: Column, layout: Layout) -> Column:
+    """A file's path relative to the landing dir, decoded from its Spark file URI."""
+    pattern, _ = _file_pattern(layout)
+    relpath = F.regexp_extract(path, pattern, 1)
+    return F.try_url_decode(F.replace(relpath, F.lit("+"), F.lit("%2B")))
+
+
+def _folder(contract: SourceContract) -> Column:
+    if contract.daily and contract.date_column:
+        return folder_day(F.col(PATH), contract.layout)
+    return F.lit(None).cast("date")
+
+
+def _raw(source: FileColumn, column: Column, text: Column | None) -> Raw:
+    raw = raw_of_arrow(column, source.kind)
+    return Raw(raw.value, raw.kind, text, raw.scale, raw.zoned, raw.fraction_digits)
+
+
+def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_record: Column,
+          row: Column, sources: Mapping[str, FileColumn | JsonColumn]) -> DataFrame:
+    """Type every contract column and give each row its reason (null when valid).
+
+    ``sources`` maps contract columns to where the frame holds them; a column it lacks is
+    null (the whole-file ``problem`` already quarantines such rows). Each step is its own
+    projection and refers to the previous step's columns by name: Spark keeps projections
+    apart when merging them would repeat costly expressions, so no regex runs twice per
+    value and the generated code stays compilable.
+    """
+    fields = [(i, f) for i, f in enumerate(contract.schema) if f.name in sources]
+    staged = frame.select(
+        *(quoted(sources[f.name].name).alias(f"__r{i}") for i, f in fields),
+        F.col(PATH), problem.cast("string").alias(_PROBLEM),
+        raw_record.cast("string").alias(RAW), row.cast("bigint").alias(ROW))
+    files = {i: f for i, f in fields if isinstance(sources[f.name], FileColumn)}
+    jsons = {i: f for i, f in fields if i not in files}
+    staged = staged.withColumns({
+        **{f"__k{i}": json_kind(F.col(f"__r{i}")) for i in jsons},
+        **{f"__x{i}": json_text(F.col(f"__r{i}")) for i in jsons}})
+    texts = {i: F.when(F.col(f"__k{i}") == "string", F.col(f"__x{i}"))
+             for i, f in jsons.items() if not pa.types.is_string(f.type)}
+    for i, f in files.items():
+        source = sources[f.name]
+        assert isinstance(source, FileColumn)
+        raw = _raw(source, F.col(f"__r{i}"), None)
+        if needs_text(raw.kind, f.type):
+            texts[i] = raw.value
+    staged = staged.withColumns({f"__s{i}": stripped(text) for i, text in texts.items()})
+    staged = staged.withColumns({f"__t{i}": non_blank(F.col(f"__s{i}")) for i in texts})
+    target = spark_schema(contract.schema)
+
+    def typed_of(i: int, field: pa.Field) -> Typed:
+        read_as = ReadAs.of(contract, field.name)
+        typed, text = F.col(f"__v{i}"), F.col(f"__t{i}") if i in texts else None
+        source = sources[field.name]
+        if isinstance(source, JsonColumn):
+            return json_typed(field.name, F.col(f"__r{i}"), F.col(f"__k{i}"),
+                              F.col(f"__x{i}"), text, field.type, typed, read_as)
+        raw = _raw(source, F.col(f"__r{i}"), text)
+        return coerce(field.name, raw, field.type, typed, read_as)
+
+    coerced = {i: typed_of(i, f) for i, f in fields}
+    staged = staged.withColumns({
+        f"__v{i}": (coerced[i].value if i in coerced else F.lit(None)).cast(
+            target[f.name].dataType) for i, f in enumerate(contract.schema)})
+    staged = staged.withColumns({f"__e{i}": c.error for i, c in coerced.items()})
+    typed = {f.name: F.col(f"__v{i}") for i, f in enumerate(contract.schema)}
+    parse_errors = F.concat_ws("; ", *(F.col(f"__e{i}") for i in coerced))
+    rule_errors = F.concat_ws("; ", *row_rules(contract, typed, _folder(contract)))
+    reason = F.coalesce(F.col(_PROBLEM), F.when(parse_errors != "", parse_errors),
+                        F.when(rule_errors != "", rule_errors))
+    return staged.select(
+        *(value.alias(name) for name, value in typed.items()),
+        reason.alias(REASON), F.col(PATH), F.col(ROW), F.col(RAW),
+    )

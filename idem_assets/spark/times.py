@@ -1,0 +1,148 @@
+"""Date and timestamp columns in Spark expressions: ISO text, time zones, epoch numbers.
+
+Each function mirrors its namesake in ``idem_assets.landing.coerce`` with the same
+patterns (``TIMESTAMP_PATTERN``, ``numbers.EPOCH_TEXT``). The session time zone is UTC
+(checked by the reader), so a wall-clock time parsed or cast to TIMESTAMP is read as UTC
+first and then moved from the source's declared zone.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from idem_assets.landing import numbers
+from idem_assets.landing.coerce import _DATE as DATE_PATTERN
+from idem_assets.landing.coerce import TIMESTAMP_FORMS, TIMESTAMP_PATTERN, EpochUnit, ReadAs
+from idem_assets.spark.values import Raw, Typed, no_error, raw_text, type_error, value_reason
+
+_ZONED_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
+_NAIVE_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"
+
+
+def to_date(name: str, raw: Raw, typed: Column) -> Typed:
+    """date from dates and YYYY-MM-DD text."""
+    if raw.kind == "date":
+        return Typed(raw.value, no_error())
+    if raw.kind != "string":
+        return type_error(name, raw, "a date (YYYY-MM-DD)")
+    assert raw.text is not None
+    text = raw.text
+    shaped = text.rlike(DATE_PATTERN)
+    error = (
+        F.when(text.isNull(), no_error())
+        .when(~shaped, value_reason(name, "is not a date in the form YYYY-MM-DD", text))
+        .when(typed.isNull(), value_reason(name, "is not a valid calendar date", text))
+    )
+    return Typed(F.when(shaped, F.try_to_date(text, "yyyy-MM-dd")), error)
+
+
+def local_to_utc(wall: Column, timezone: str) -> Column:
+    """Wall-clock times in ``timezone`` (given as UTC timestamps) as UTC instants.
+
+    A time in a daylight-saving gap does not exist there and becomes null; a time that
+    occurs twice takes its earlier instant (as ``java.time`` resolves it).
+    """
+    if timezone == "UTC":
+        return wall
+    instant = F.to_utc_timestamp(wall, timezone)
+    # A gap time is moved forward by java.time; moved back, it is not the same wall clock.
+    return F.when(F.from_utc_timestamp(instant, timezone) == wall, instant)
+
+
+def _gap_reason(name: str, timezone: str, text: Column) -> Column:
+    return value_reason(name, f"does not exist in {timezone} (a daylight-saving gap)", text)
+
+
+def _from_timestamp(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
+    if raw.zoned:
+        return Typed(raw.value, no_error())
+    # Spark reads naive Parquet timestamps as TIMESTAMP_NTZ; as TIMESTAMP they are UTC.
+    value = local_to_utc(raw.value.cast("timestamp"), timezone)
+    return Typed(value, F.when(raw.value.isNotNull() & typed.isNull(),
+                               _gap_reason(name, timezone, raw_text(raw))))
+
+
+def _offset(text: Column) -> Column:
+    """An offset as ``+hh:mm`` from ``Z``, ``+hh:mm``, ``+hhmm`` or ``+hh``."""
+    return (F.when(F.upper(text) == "Z", F.lit("+00:00"))
+            .when(F.length(text) == 3, F.concat(text, F.lit(":00")))
+            .when(F.length(text) == 5, F.concat(F.substring(text, 1, 3), F.lit(":"),
+                                                F.substring(text, 4, 2)))
+            .otherwise(text))
+
+
+def _from_text(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
+    assert raw.text is not None
+    text = raw.text
+    # regexp_extract gives "" for a group that did not take part (Polars: null).
+    day, clock, fraction, offset = (F.regexp_extract(text, TIMESTAMP_PATTERN, i)
+                                    for i in range(1, 5))
+    shaped = text.rlike(TIMESTAMP_PATTERN)
+    sub_micro = F.substring(fraction, 7, 3).rlike("[1-9]")
+    micros = F.substring(F.concat(fraction, F.lit("000000")), 1, 6)
+    canonical = F.concat(day, F.lit("T"), clock, F.lit("."), micros)
+    zoned = F.try_to_timestamp(F.concat(canonical, _offset(offset)), F.lit(_ZONED_FORMAT))
+    naive = F.try_to_timestamp(canonical, F.lit(_NAIVE_FORMAT))
+    parsed = F.when(offset == "", local_to_utc(naive, timezone)).otherwise(zoned)
+    error = (
+        F.when(text.isNull(), no_error())
+        .when(~shaped, value_reason(
+            name, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}", text))
+        .when(sub_micro, value_reason(name, "has sub-microsecond precision", text))
+        .when((offset == "") & naive.isNotNull() & typed.isNull(),
+              _gap_reason(name, timezone, text))
+        .when(typed.isNull(), value_reason(name, "is not a valid date and time", text))
+    )
+    return Typed(F.when(shaped & ~sub_micro, parsed), error)
+
+
+def epoch_micros(text: Column, unit: EpochUnit) -> Column:
+    """Microseconds since the epoch from epoch text (exact, no float on the way); else null."""
+    sign, whole, fraction = (F.regexp_extract(text, numbers.EPOCH_TEXT, i) for i in (1, 2, 3))
+    digits = numbers.EPOCH_FRACTION_DIGITS[unit]
+    scale = numbers.EPOCH_MICROS[unit]
+    exact = ~F.substring(fraction, digits + 1, 1 << 20).rlike("[1-9]")
+    fraction_value = F.substring(F.concat(fraction, F.lit("0" * digits)), 1, digits)
+    low, high = (bound // scale for bound in numbers.MICROS_RANGE)
+    whole_value = whole.try_cast("bigint")
+    size = F.try_add(F.try_multiply(whole_value, F.lit(scale)), fraction_value.cast("bigint"))
+    signed = F.when(sign == "-", -size).otherwise(size)
+    return F.when(text.rlike(numbers.EPOCH_TEXT) & exact
+                  & whole_value.between(0, max(-low, high)), signed)
+
+
+def _epoch(name: str, raw: Raw, typed: Column, unit: EpochUnit) -> Typed:
+    """UTC timestamps from epoch seconds or milliseconds (integers, or exact decimal text)."""
+    if raw.kind == "timestamp":
+        return _from_timestamp(name, raw, typed, "UTC")
+    scale = numbers.EPOCH_MICROS[unit]
+    if raw.kind in ("integer", "float"):
+        low, high = (bound // scale for bound in numbers.MICROS_RANGE)
+        value = raw.value
+        fits = value.between(low, high)  # checked before multiplying: no overflow
+        if raw.kind == "float":
+            fits = fits & (value % 1.0 == 0)
+        micros = F.when(fits, F.try_multiply(value.try_cast("bigint"), F.lit(scale)))
+        text = raw_text(raw)
+    elif raw.kind == "string":
+        assert raw.text is not None
+        text = raw.text
+        micros = epoch_micros(text, unit)
+    else:
+        return type_error(name, raw, f"epoch {unit} (a number)")
+    in_range = micros.between(*numbers.MICROS_RANGE)
+    error = F.when(text.isNotNull() & typed.isNull(),
+                   value_reason(name, numbers.epoch_rule(unit), text))
+    return Typed(F.when(in_range, F.timestamp_micros(micros)), error)
+
+
+def to_timestamp(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
+    """UTC timestamp from timestamps and ISO-8601 text (naive = the source's zone)."""
+    if read_as.epoch is not None:
+        return _epoch(name, raw, typed, read_as.epoch)
+    if raw.kind == "timestamp":
+        return _from_timestamp(name, raw, typed, read_as.timezone)
+    if raw.kind != "string":
+        return type_error(name, raw, f"an ISO-8601 timestamp {TIMESTAMP_FORMS}")
+    return _from_text(name, raw, typed, read_as.timezone)

@@ -1,0 +1,116 @@
+"""What every Spark coercion shares: raw columns with their kind, typed results, value text.
+
+A raw column's *kind* is the word the local reader's ``type_name`` gives its Polars type
+("integer", "float", "decimal", "string", "timestamp"...), so type errors read alike on
+both engines. Text shown in reasons is spelled the way Polars casts a value to text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+_SHOWN_CHARS = 60
+# Unicode-aware trim, like Polars' strip_chars (Java's \s is ASCII-only without (?U)).
+_EDGE_SPACE = r"(?U)^\s+|\s+$"
+# Polars writes floats in plain notation inside [1e-5, 1e16), in scientific outside.
+_PLAIN_FLOATS = (1e-5, 1e16)
+# Wide enough for every plain float: 16 integer digits, 22 fraction digits.
+_FLOAT_DIGITS = "decimal(38,22)"
+
+
+@dataclass(frozen=True)
+class Raw:
+    """One raw column as a coercion sees it: its values, their kind, their stripped text."""
+
+    value: Column
+    kind: str
+    # Stripped, non-blank text of a string value headed for a non-string type.
+    text: Column | None = None
+    scale: int | None = None  # decimals: their scale
+    zoned: bool = True  # timestamps: instants (True) or wall-clock times (False)
+    fraction_digits: int = 6  # timestamps: the digits Polars prints (3 for ms, 6 for us)
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A contract column's typed value and its per-row problem (null when fine)."""
+
+    value: Column
+    error: Column
+
+
+def no_error() -> Column:
+    """The reason of a value that is fine."""
+    return F.lit(None).cast("string")
+
+
+def stripped(raw: Column) -> Column:
+    """Text without surrounding whitespace (Unicode-aware, like the local reader)."""
+    return F.regexp_replace(raw, _EDGE_SPACE, "")
+
+
+def non_blank(text: Column) -> Column:
+    """Stripped text, or null when nothing is left (blank is not a value at all)."""
+    return F.when(F.length(text) > 0, text)
+
+
+def float_text(value: Column) -> Column:
+    """A float as Polars spells it: ``12.5``, ``100.0``, ``1e+16``, ``2.5e-7``, ``NaN``, ``inf``."""
+    java = value.cast("string")  # Java's shortest digits: 12.5, 1.0E7, 2.5E-7, Infinity
+    plain = F.regexp_replace(java.try_cast(_FLOAT_DIGITS).cast("string"), r"0+$", "")
+    plain = F.when(plain.endswith("."), F.concat(plain, F.lit("0"))).otherwise(plain)
+    mantissa = F.regexp_replace(F.regexp_replace(java, r"\.0E", "E"), r"E(\d)", "E+$1")
+    scientific = F.replace(mantissa, F.lit("E"), F.lit("e"))
+    size = F.abs(value)
+    return (F.when(F.isnan(value), F.lit("NaN"))
+            .when(value == float("inf"), F.lit("inf"))
+            .when(value == float("-inf"), F.lit("-inf"))
+            .when(value == 0, java)
+            .when((size >= _PLAIN_FLOATS[0]) & (size < _PLAIN_FLOATS[1]), plain)
+            .otherwise(scientific))
+
+
+def timestamp_text(value: Column, zoned: bool, fraction_digits: int = 6) -> Column:
+    """A timestamp as Polars spells it: ``2024-03-01 10:00:00.000000[+00:00]``."""
+    fraction = "." + "S" * fraction_digits if fraction_digits else ""
+    return F.date_format(value, f"yyyy-MM-dd HH:mm:ss{fraction}{'xxx' if zoned else ''}")
+
+
+def raw_text(raw: Raw) -> Column:
+    """A raw value as text, spelled as Polars casts it (floats and timestamps its own way)."""
+    if raw.kind == "float":
+        return float_text(raw.value)
+    if raw.kind == "timestamp":
+        return timestamp_text(raw.value, raw.zoned, raw.fraction_digits)
+    return raw.value.cast("string")
+
+
+def typed_text(value: Column, kind: pa.DataType) -> Column:
+    """A contract-typed value as text, spelled as Polars casts it (for rule reasons)."""
+    if pa.types.is_floating(kind):
+        return float_text(value)
+    if pa.types.is_timestamp(kind):
+        return timestamp_text(value, kind.tz is not None)
+    return value.cast("string")
+
+
+def shown(text: Column) -> Column:
+    """Text cut short for a reason message."""
+    return F.when(F.length(text) > _SHOWN_CHARS,
+                  F.concat(F.substring(text, 1, _SHOWN_CHARS), F.lit("..."))).otherwise(text)
+
+
+def value_reason(name: str, rule: str, text: Column) -> Column:
+    """``<name>: value '<text>' <rule>``, the local reader's reason for a bad value."""
+    return F.concat(F.lit(f"{name}: value '"), shown(text), F.lit(f"' {rule}"))
+
+
+def type_error(name: str, raw: Raw, expected: str) -> Typed:
+    """A value of a kind the target type does not take at all."""
+    article = "an" if raw.kind[:1] in tuple("aeiou") else "a"
+    reason = F.lit(f"{name}: got {article} {raw.kind} value, expected {expected}")
+    return Typed(F.lit(None), F.when(raw.value.isNotNull(), reason))
