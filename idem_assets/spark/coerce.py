@@ -59,11 +59,6 @@ def raw_of_arrow(value: Column, kind: pa.DataType, text: Column | None = None) -
     return Raw(value if is_text(kind) else value.cast("string"), "string", text)
 
 
-def needs_text(raw_kind: str, target: pa.DataType) -> bool:
-    """Whether coercing needs the column's stripped text (text headed for a non-string type)."""
-    return raw_kind == "string" and not pa.types.is_string(target)
-
-
 def to_string(name: str, raw: Raw, typed: Column) -> Typed:
     """UTF-8 text from text, bytes, scalars (their text) and structs/lists (their JSON)."""
     value = raw.value

@@ -8,6 +8,8 @@ a consistently written key. Strings are read with the source's declared spelling
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -35,20 +37,32 @@ def json_text(value: Column) -> Column:
     return F.try_variant_get(value, "$", "string")
 
 
-def json_typed(name: str, value: Column, kind: Column, text: Column, stripped: Column | None,
+@dataclass(frozen=True)
+class JsonTexts:
+    """Texts of a JSON column staged in an earlier projection (see ``values.judged_text``)."""
+
+    stripped: Column | None = None  # stripped, non-blank text of string values
+    floats: Column | None = None  # Polars' text of fractional numbers
+
+
+def json_float(value: Column) -> Column:
+    """A JSON number as a double (as Polars reads a fractional number)."""
+    return F.try_variant_get(value, "$", "double")
+
+
+def json_typed(name: str, value: Column, kind: Column, text: Column, staged: JsonTexts,
                target: pa.DataType, typed: Column, read_as: ReadAs) -> Typed:
     """The contract-typed value of a JSON value and its reason, by the value's kind.
 
-    ``kind`` and ``text`` are ``json_kind`` and ``json_text`` of ``value``; ``stripped`` is
-    the stripped, non-blank text of string values (for non-string targets).
+    ``kind`` and ``text`` are ``json_kind`` and ``json_text`` of ``value``.
     """
     if pa.types.is_string(target):
         # Text columns take every value as text, as the local reader's JSON schema says.
         return coerce(name, Raw(text, "string"), target, typed, read_as)
     raws = {
-        "string": Raw(text, "string", stripped),
+        "string": Raw(text, "string", staged.stripped),
         "integer": Raw(F.try_variant_get(value, "$", "decimal(38,0)"), "integer"),
-        "float": Raw(F.try_variant_get(value, "$", "double"), "float"),
+        "float": Raw(json_float(value), "float", staged.floats),
         "boolean": Raw(F.try_variant_get(value, "$", "boolean"), "boolean"),
         "object": Raw(text, "object"),
         "list": Raw(text, "list"),

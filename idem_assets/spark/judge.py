@@ -19,14 +19,15 @@ from pyspark.sql import functions as F
 from idem_assets.landing.coerce import ReadAs
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.layout import Layout
-from idem_assets.spark.coerce import coerce, needs_text, raw_of_arrow
-from idem_assets.spark.json_values import json_kind, json_text, json_typed
+from idem_assets.spark.coerce import coerce, raw_of_arrow
+from idem_assets.spark.json_values import JsonTexts, json_float, json_kind, json_text, json_typed
 from idem_assets.spark.rules import row_rules
 from idem_assets.spark.schema import spark_schema
-from idem_assets.spark.values import Raw, Typed, non_blank, stripped
+from idem_assets.spark.values import Raw, Typed, float_text, judged_text, non_blank, stripped
 
 PATH, ROW, RAW, REASON = "__idem_path", "__idem_row", "__idem_raw", "__idem_reason"
 _PROBLEM = "__idem_problem"
+_PARSE_ERRORS, _RULE_ERRORS = "__idem_parse_errors", "__idem_rule_errors"
 
 
 @dataclass(frozen=True)
@@ -105,26 +106,40 @@ def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_recor
     staged = staged.withColumns({
         **{f"__k{i}": json_kind(F.col(f"__r{i}")) for i in jsons},
         **{f"__x{i}": json_text(F.col(f"__r{i}")) for i in jsons}})
-    texts = {i: F.when(F.col(f"__k{i}") == "string", F.col(f"__x{i}"))
-             for i, f in jsons.items() if not pa.types.is_string(f.type)}
+    # Texts judged by several rules are staged once: stripped strings, Polars' float text.
+    strip: dict[int, Column] = {}
+    floats: dict[int, Column] = {}
+    for i, f in jsons.items():
+        if judged_text("string", f.type):
+            strip[i] = F.when(F.col(f"__k{i}") == "string", F.col(f"__x{i}"))
+        if judged_text("float", f.type):
+            floats[i] = F.when(F.col(f"__k{i}") == "float", float_text(json_float(F.col(
+                f"__r{i}"))))
     for i, f in files.items():
         source = sources[f.name]
         assert isinstance(source, FileColumn)
         raw = _raw(source, F.col(f"__r{i}"), None)
-        if needs_text(raw.kind, f.type):
-            texts[i] = raw.value
-    staged = staged.withColumns({f"__s{i}": stripped(text) for i, text in texts.items()})
-    staged = staged.withColumns({f"__t{i}": non_blank(F.col(f"__s{i}")) for i in texts})
+        staging = judged_text(raw.kind, f.type)
+        if staging == "stripped":
+            strip[i] = raw.value
+        elif staging == "float":
+            floats[i] = float_text(raw.value)
+    staged = staged.withColumns({f"__s{i}": stripped(text) for i, text in strip.items()})
+    staged = staged.withColumns({
+        **{f"__t{i}": non_blank(F.col(f"__s{i}")) for i in strip},
+        **{f"__n{i}": text for i, text in floats.items()}})
     target = spark_schema(contract.schema)
 
     def typed_of(i: int, field: pa.Field) -> Typed:
         read_as = ReadAs.of(contract, field.name)
-        typed, text = F.col(f"__v{i}"), F.col(f"__t{i}") if i in texts else None
+        typed = F.col(f"__v{i}")
+        text = F.col(f"__t{i}") if i in strip else None
         source = sources[field.name]
         if isinstance(source, JsonColumn):
-            return json_typed(field.name, F.col(f"__r{i}"), F.col(f"__k{i}"),
-                              F.col(f"__x{i}"), text, field.type, typed, read_as)
-        raw = _raw(source, F.col(f"__r{i}"), text)
+            return json_typed(field.name, F.col(f"__r{i}"), F.col(f"__k{i}"), F.col(f"__x{i}"),
+                              JsonTexts(text, F.col(f"__n{i}") if i in floats else None),
+                              field.type, typed, read_as)
+        raw = _raw(source, F.col(f"__r{i}"), F.col(f"__n{i}") if i in floats else text)
         return coerce(field.name, raw, field.type, typed, read_as)
 
     coerced = {i: typed_of(i, f) for i, f in fields}
@@ -133,8 +148,10 @@ def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_recor
             target[f.name].dataType) for i, f in enumerate(contract.schema)})
     staged = staged.withColumns({f"__e{i}": c.error for i, c in coerced.items()})
     typed = {f.name: F.col(f"__v{i}") for i, f in enumerate(contract.schema)}
-    parse_errors = F.concat_ws("; ", *(F.col(f"__e{i}") for i in coerced))
-    rule_errors = F.concat_ws("; ", *row_rules(contract, typed, _folder(contract)))
+    staged = staged.withColumns({
+        _PARSE_ERRORS: F.concat_ws("; ", *(F.col(f"__e{i}") for i in coerced)),
+        _RULE_ERRORS: F.concat_ws("; ", *row_rules(contract, typed, _folder(contract)))})
+    parse_errors, rule_errors = F.col(_PARSE_ERRORS), F.col(_RULE_ERRORS)
     reason = F.coalesce(F.col(_PROBLEM), F.when(parse_errors != "", parse_errors),
                         F.when(rule_errors != "", rule_errors))
     return staged.select(

@@ -66,8 +66,7 @@ def number_reason(name: str, text: Column, kind: str, read_as: ReadAs) -> Column
 
 def _text(raw: Raw) -> Column:
     """The text a number kind is judged by (stripped text of strings, Polars' spelling else)."""
-    if raw.kind == "string":
-        assert raw.text is not None
+    if raw.text is not None:
         return raw.text
     return float_text(raw.value) if raw.kind == "float" else raw.value.cast("string")
 

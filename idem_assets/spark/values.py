@@ -28,7 +28,9 @@ class Raw:
 
     value: Column
     kind: str
-    # Stripped, non-blank text of a string value headed for a non-string type.
+    # The text a value is judged by, computed in an earlier projection: stripped, non-blank
+    # text of strings headed for a non-string type; Polars' text of floats headed for a
+    # decimal (see ``judged_text``).
     text: Column | None = None
     scale: int | None = None  # decimals: their scale
     zoned: bool = True  # timestamps: instants (True) or wall-clock times (False)
@@ -78,6 +80,16 @@ def timestamp_text(value: Column, zoned: bool, fraction_digits: int = 6) -> Colu
     """A timestamp as Polars spells it: ``2024-03-01 10:00:00.000000[+00:00]``."""
     fraction = "." + "S" * fraction_digits if fraction_digits else ""
     return F.date_format(value, f"yyyy-MM-dd HH:mm:ss{fraction}{'xxx' if zoned else ''}")
+
+
+def judged_text(kind: str, target: pa.DataType) -> str | None:
+    """Which text a raw kind needs staged for a target: "stripped" (strings headed for a
+    non-string type), "float" (floats headed for a decimal), or None."""
+    if kind == "string" and not pa.types.is_string(target):
+        return "stripped"
+    if kind == "float" and pa.types.is_decimal(target):
+        return "float"
+    return None
 
 
 def raw_text(raw: Raw) -> Column:

@@ -32,7 +32,7 @@ from idem_assets.resources import (
     NotificationResource,
     SparkResource,
 )
-from idem_assets_tests.harness import check_results, materialization_metadata
+from idem_assets_tests.harness import check_results, materialization_metadata, warnings
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
@@ -83,6 +83,7 @@ def execute(defs: dg.Definitions, spec: dict[str, Any], run: str | list[str],
         "assets": materialization_metadata(result),
         "checks": {f"{asset}:{check}": passed
                    for (asset, check), passed in check_results(result).items()},
+        "warnings": sorted(f"{asset}:{check}" for asset, check in warnings(result)),
         "errors": failures(result),
     }
 

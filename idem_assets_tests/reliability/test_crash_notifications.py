@@ -119,6 +119,6 @@ def test_rerun_reaches_the_dead_workers_records_only_after_their_lease(
     metadata = early.runs[0]["assets"]["notifications"]
     # The held records are not sent again while the dead worker's lease is live.
     assert metadata["delivered"] == len(expected_keys) - BATCH
-    assert not early.runs[0]["checks"]["notifications:all_settled"]
+    assert "notifications:all_settled" in early.runs[0]["warnings"]
     stats = NotificationClient(server.url, TOKEN).stats()
     assert stats["deliveries"] == stats["distinct_keys"] == len(expected_keys) - BATCH + 1

@@ -30,6 +30,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(1200)]
 # Disjoint days, so the two tests can share one server in any order.
 RERUN_DAY = "2024-03-04"
 BACKFILL_DAYS = ("2024-03-01", "2024-03-02", "2024-03-03")
+# The generator plants an unknown status on 03-01 and a negative amount on 03-02: those rows
+# load, and the orders' WARN value-rule checks report them.
+WARNED = {("orders", "status_allowed"), ("orders", "amount_non_negative")}
 
 
 def _checks_of(asset_names: set[str]) -> set[tuple[str, str]]:
@@ -90,10 +93,10 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
     assert table is not None and str(table.version()) == first["delta_version"]
 
 
-def test_three_day_backfill_from_the_asset_graph_turns_every_partition_and_check_green(
+def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_with_its_checks(
     dagster_ui: DagsterDev, page: Page, snap: Snap
 ) -> None:
-    assets = {asset.key.to_user_string() for asset in DAILY_ASSETS}
+    assets = set(DAILY_ASSETS)
     page.goto(dagster_ui.url)
     page.get_by_role("link", name=re.compile(r"\bLineage$")).click()
     filter_graph(page, " or ".join(f'key:"{asset}"' for asset in sorted(assets)))
@@ -121,7 +124,8 @@ def test_three_day_backfill_from_the_asset_graph_turns_every_partition_and_check
     assert re.fullmatch(r"/runs/[0-9a-f-]{36}", run_link), run_link
     run_links.first.click()
     wait_for_run_success(page)
-    expected = {(asset, check, "succeeded") for asset, check in _checks_of(assets)}
+    expected = {(asset, check, "failed" if (asset, check) in WARNED else "succeeded")
+                for asset, check in _checks_of(assets)}
     assert check_lines_of_run(page) == expected
     snap("backfill-run-checks")
 
@@ -144,8 +148,8 @@ def test_three_day_backfill_from_the_asset_graph_turns_every_partition_and_check
     snap("lake-graph")
 
     # A ranged run's check evaluations carry no partition in Dagster 1.13, so the Checks
-    # tab lists them as "Skipped" per day; the instance has them, all passed.
+    # tab lists them as "Skipped" per day; the instance has them: all passed but the warnings.
     run_id = run_link.rsplit("/", 1)[-1]
     evaluations = dagster_ui.check_evaluations(run_id)
     assert set(evaluations) == {(a, c) for a, c, _ in expected}
-    assert all(passed for passed, _ in evaluations.values()), evaluations
+    assert {key for key, (passed, _) in evaluations.items() if not passed} == WARNED
