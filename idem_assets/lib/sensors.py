@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -87,22 +88,28 @@ def early_days_message(contract: SourceContract, days: Sequence[dt.date]) -> str
             "declaration to load them")
 
 
+def _landing_sensor(contract: SourceContract, assets: Sequence[dg.AssetKey], interval: int,
+                    when: str) -> Any:
+    """``@dg.sensor`` for a source's landing sensor (stopped until turned on)."""
+    names = ", ".join(a.to_user_string() for a in assets)
+    return dg.sensor(
+        name=f"{contract.name}_landing_sensor",
+        asset_selection=dg.AssetSelection.assets(*assets),
+        minimum_interval_seconds=interval,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description=f"Requests {names} {when}. Run keys name the content transition, so the "
+        "same files never trigger twice and a changed file triggers exactly one rerun.",
+    )
+
+
 def daily_landing_sensor(
     contract: SourceContract, partitions_def: dg.PartitionsDefinition,
     assets: Sequence[dg.AssetKey], minimum_interval_seconds: int = 30,
 ) -> dg.SensorDefinition:
     """A sensor requesting ``assets`` for each day of ``contract`` whose files changed."""
 
-    @dg.sensor(
-        name=f"{contract.name}_landing_sensor",
-        asset_selection=dg.AssetSelection.assets(*assets),
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=dg.DefaultSensorStatus.STOPPED,
-        description=f"Requests {', '.join(a.to_user_string() for a in assets)} for each day "
-        f"whose {contract.name} landing files appeared or changed. Run keys name the content "
-        "transition, so the same files never trigger twice and a changed file triggers "
-        "exactly one rerun.",
-    )
+    @_landing_sensor(contract, assets, minimum_interval_seconds,
+                     f"for each day whose {contract.name} landing files appeared or changed")
     def _sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
         cursor = LandingCursor(context.cursor)
         valid_keys = set(partitions_def.get_partition_keys())
@@ -138,14 +145,8 @@ def snapshot_landing_sensor(
 ) -> dg.SensorDefinition:
     """A sensor requesting ``assets`` when the newest snapshot's content changes."""
 
-    @dg.sensor(
-        name=f"{contract.name}_landing_sensor",
-        asset_selection=dg.AssetSelection.assets(*assets),
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=dg.DefaultSensorStatus.STOPPED,
-        description=f"Requests {', '.join(a.to_user_string() for a in assets)} when the "
-        f"newest {contract.name} snapshot's content changes.",
-    )
+    @_landing_sensor(contract, assets, minimum_interval_seconds,
+                     f"when the newest {contract.name} snapshot's content changes")
     def _sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
         previous = context.cursor or None
         current = snapshot_signature(lake.landing_path, contract)

@@ -7,21 +7,14 @@ To read files with a declaration, use ``python -m idem_assets.sources inspect``.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 from collections.abc import Sequence
 
+from idem_assets.cli import day
 from idem_assets.landing.files import LandingFileError
 from idem_assets.sample.generator import generate, write_late_orders
 from idem_assets.sample.tpch import DEFAULT_DAYS, DEFAULT_SCALE, TpchgenError, lay_out_tpch
-
-
-def _date(text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from exc
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,14 +22,14 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     gen = commands.add_parser("generate", help="write deterministic sample landing files")
     gen.add_argument("--out", required=True, help="landing directory to write into")
-    gen.add_argument("--start", required=True, type=_date, help="first day, YYYY-MM-DD")
+    gen.add_argument("--start", required=True, type=day, help="first day, YYYY-MM-DD")
     gen.add_argument("--days", type=int, default=14, help="number of days (default 14)")
     gen.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     gen.add_argument("--scale", type=float, default=1.0, help="row count multiplier")
     gen.add_argument("--clean", action="store_true", help="plant no quarantine-worthy rows")
     late = commands.add_parser("late-orders", help="add a late orders file to an old day")
     late.add_argument("--landing", required=True, help="landing directory")
-    late.add_argument("--day", required=True, type=_date, help="the day folder to add to")
+    late.add_argument("--day", required=True, type=day, help="the day folder to add to")
     late.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     late.add_argument("--n", type=int, default=10, help="orders to update (default 10)")
     tpch = commands.add_parser("tpch", help="lay out TPC-H data from tpchgen-cli as landing files")

@@ -16,17 +16,11 @@ from pathlib import Path
 
 import polars as pl
 
+from idem_assets.cli import day
 from idem_assets.landing.files import LandingFileError
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.sources.files import DeclarationError, load_source
 from idem_assets.sources.model import LandingSource
-
-
-def _date(text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from exc
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser("inspect", help="read landing files with a declaration")
     inspect.add_argument("declaration", type=Path, help="the source's defs.yaml")
     inspect.add_argument("--landing", required=True, help="landing directory")
-    inspect.add_argument("--start", type=_date, help="first day (daily sources)")
+    inspect.add_argument("--start", type=day, help="first day (daily sources)")
     inspect.add_argument("--days", type=int, default=1, help="number of days (default 1)")
     return parser
 

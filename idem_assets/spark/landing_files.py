@@ -114,12 +114,12 @@ def plan_days(
         plan.ignored_files.update(found.ignored)
         for path in found.files:
             relpath = relpath_of(landing_dir, path)
+            plan.files.append(relpath)
             if _is_empty(path, relpath):
                 plan.notes[relpath] = (ZERO_BYTES_NOTE,)
                 continue
             fmt = file_format(path)
             assert fmt is not None
-            plan.files.append(relpath)
             columns: tuple[str, ...] = ()
             types: tuple[pa.DataType, ...] = ()
             if fmt == "parquet":
