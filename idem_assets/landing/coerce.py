@@ -318,21 +318,30 @@ def to_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -
     canonical = pl.concat_str(
         [day, pl.lit("T"), clock, pl.lit("."), (fraction.fill_null("") + "000000").str.slice(0, 6)]
     )
-    zoned = pl.concat_str([canonical, _offset(offset)]).str.to_datetime(
-        _ZONED_FORMAT, time_unit="us", time_zone="UTC", strict=False)
-    naive = canonical.str.to_datetime(_NAIVE_FORMAT, time_unit="us", strict=False)
-    local = _local_to_utc(naive, read_as.timezone)
-    parsed = pl.when(offset.is_null()).then(local).otherwise(zoned)
+    if read_as.timezone == "UTC":
+        # Naive means UTC: one parse, the missing offset read as +00:00.
+        naive = local = None
+        parsed = pl.concat_str([canonical, _offset(offset.fill_null("Z"))]).str.to_datetime(
+            _ZONED_FORMAT, time_unit="us", time_zone="UTC", strict=False)
+    else:
+        zoned = pl.concat_str([canonical, _offset(offset)]).str.to_datetime(
+            _ZONED_FORMAT, time_unit="us", time_zone="UTC", strict=False)
+        naive = canonical.str.to_datetime(_NAIVE_FORMAT, time_unit="us", strict=False)
+        local = _local_to_utc(naive, read_as.timezone)
+        parsed = pl.when(offset.is_null()).then(local).otherwise(zoned)
     value = pl.when(day.is_not_null() & ~sub_micro.fill_null(False)).then(parsed)
     error = (
         pl.when(text.is_null()).then(pl.lit(None, pl.String))
         .when(day.is_null()).then(
             _value_reason(name, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}", text))
         .when(sub_micro).then(_value_reason(name, "has sub-microsecond precision", text))
-        .when(offset.is_null() & naive.is_not_null() & local.is_null()).then(_value_reason(
-            name, f"does not exist in {read_as.timezone} (a daylight-saving gap)", text))
-        .when(value.is_null()).then(_value_reason(name, "is not a valid date and time", text))
     )
+    if naive is not None and local is not None:
+        error = error.when(offset.is_null() & naive.is_not_null() & local.is_null()).then(
+            _value_reason(name, f"does not exist in {read_as.timezone} (a daylight-saving gap)",
+                          text))
+    error = error.when(value.is_null()).then(
+        _value_reason(name, "is not a valid date and time", text))
     return Coerced(value.cast(target), error)
 
 

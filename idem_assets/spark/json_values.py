@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from idem_assets.landing.coerce import ReadAs
 from idem_assets.spark.coerce import coerce
-from idem_assets.spark.values import Raw, Typed
+from idem_assets.spark.values import Raw, Stages, Typed
 
 _INTEGERS = ("BIGINT", "INT", "SMALLINT", "TINYINT")
 
@@ -51,18 +51,19 @@ def json_float(value: Column) -> Column:
 
 
 def json_typed(name: str, value: Column, kind: Column, text: Column, staged: JsonTexts,
-               target: pa.DataType, typed: Column, read_as: ReadAs) -> Typed:
+               target: pa.DataType, typed: Column, read_as: ReadAs, stages: Stages) -> Typed:
     """The contract-typed value of a JSON value and its reason, by the value's kind.
 
     ``kind`` and ``text`` are ``json_kind`` and ``json_text`` of ``value``.
     """
     if pa.types.is_string(target):
         # Text columns take every value as text, as the local reader's JSON schema says.
-        return coerce(name, Raw(text, "string"), target, typed, read_as)
+        return coerce(name, Raw(text, "string", stages=stages), target, typed, read_as)
     raws = {
-        "string": Raw(text, "string", staged.stripped),
-        "integer": Raw(F.try_variant_get(value, "$", "decimal(38,0)"), "integer"),
-        "float": Raw(json_float(value), "float", staged.floats),
+        "string": Raw(text, "string", staged.stripped, stages=stages.child("s")),
+        "integer": Raw(F.try_variant_get(value, "$", "decimal(38,0)"), "integer",
+                       stages=stages.child("i")),
+        "float": Raw(json_float(value), "float", staged.floats, stages=stages.child("f")),
         "boolean": Raw(F.try_variant_get(value, "$", "boolean"), "boolean"),
         "object": Raw(text, "object"),
         "list": Raw(text, "list"),

@@ -23,11 +23,20 @@ from idem_assets.spark.coerce import coerce, raw_of_arrow
 from idem_assets.spark.json_values import JsonTexts, json_float, json_kind, json_text, json_typed
 from idem_assets.spark.rules import row_rules
 from idem_assets.spark.schema import spark_schema
-from idem_assets.spark.values import Raw, Typed, float_text, judged_text, non_blank, stripped
+from idem_assets.spark.values import (
+    Raw,
+    Stages,
+    Typed,
+    float_text,
+    judged_text,
+    non_blank,
+    stripped,
+)
 
 PATH, ROW, RAW, REASON = "__idem_path", "__idem_row", "__idem_raw", "__idem_reason"
 _PROBLEM = "__idem_problem"
 _PARSE_ERRORS, _RULE_ERRORS = "__idem_parse_errors", "__idem_rule_errors"
+_FOLDER = "__idem_folder"
 
 
 @dataclass(frozen=True)
@@ -81,9 +90,32 @@ def _folder(contract: SourceContract) -> Column:
     return F.lit(None).cast("date")
 
 
-def _raw(source: FileColumn, column: Column, text: Column | None) -> Raw:
+def _raw(source: FileColumn, column: Column, text: Column | None,
+         stages: Stages | None = None) -> Raw:
     raw = raw_of_arrow(column, source.kind)
-    return Raw(raw.value, raw.kind, text, raw.scale, raw.zoned, raw.fraction_digits)
+    return Raw(raw.value, raw.kind, text, raw.scale, raw.zoned, raw.fraction_digits, stages)
+
+
+def _texts(contract: SourceContract, sources: Mapping[str, FileColumn | JsonColumn]
+           ) -> tuple[dict[int, Column], dict[int, Column]]:
+    """The texts to stage per column index: strings to strip, and Polars' float text."""
+    strip: dict[int, Column] = {}
+    floats: dict[int, Column] = {}
+    for i, f in enumerate(contract.schema):
+        source, raw = sources.get(f.name), F.col(f"__r{i}")
+        if isinstance(source, JsonColumn):
+            if judged_text("string", f.type):
+                strip[i] = F.when(F.col(f"__k{i}") == "string", F.col(f"__x{i}"))
+            if judged_text("float", f.type):
+                floats[i] = F.when(F.col(f"__k{i}") == "float", float_text(json_float(raw)))
+        elif source is not None:
+            read = _raw(source, raw, None)
+            staging = judged_text(read.kind, f.type)
+            if staging == "stripped":
+                strip[i] = read.value
+            elif staging == "float":
+                floats[i] = float_text(read.value)
+    return strip, floats
 
 
 def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_record: Column,
@@ -92,57 +124,43 @@ def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_recor
 
     ``sources`` maps contract columns to where the frame holds them; a column it lacks is
     null (the whole-file ``problem`` already quarantines such rows). Each step is its own
-    projection and refers to the previous step's columns by name: Spark keeps projections
-    apart when merging them would repeat costly expressions, so no regex runs twice per
-    value and the generated code stays compilable.
+    projection and refers to the previous step's columns by name (``Stages``): Spark keeps
+    projections apart when merging them would repeat costly expressions, so no regex runs
+    twice per value and the generated code stays compilable.
     """
     fields = [(i, f) for i, f in enumerate(contract.schema) if f.name in sources]
+    jsons = [i for i, f in fields if isinstance(sources[f.name], JsonColumn)]
     staged = frame.select(
         *(quoted(sources[f.name].name).alias(f"__r{i}") for i, f in fields),
         F.col(PATH), problem.cast("string").alias(_PROBLEM),
         raw_record.cast("string").alias(RAW), row.cast("bigint").alias(ROW))
-    files = {i: f for i, f in fields if isinstance(sources[f.name], FileColumn)}
-    jsons = {i: f for i, f in fields if i not in files}
     staged = staged.withColumns({
         **{f"__k{i}": json_kind(F.col(f"__r{i}")) for i in jsons},
-        **{f"__x{i}": json_text(F.col(f"__r{i}")) for i in jsons}})
-    # Texts judged by several rules are staged once: stripped strings, Polars' float text.
-    strip: dict[int, Column] = {}
-    floats: dict[int, Column] = {}
-    for i, f in jsons.items():
-        if judged_text("string", f.type):
-            strip[i] = F.when(F.col(f"__k{i}") == "string", F.col(f"__x{i}"))
-        if judged_text("float", f.type):
-            floats[i] = F.when(F.col(f"__k{i}") == "float", float_text(json_float(F.col(
-                f"__r{i}"))))
-    for i, f in files.items():
-        source = sources[f.name]
-        assert isinstance(source, FileColumn)
-        raw = _raw(source, F.col(f"__r{i}"), None)
-        staging = judged_text(raw.kind, f.type)
-        if staging == "stripped":
-            strip[i] = raw.value
-        elif staging == "float":
-            floats[i] = float_text(raw.value)
+        **{f"__x{i}": json_text(F.col(f"__r{i}")) for i in jsons},
+        _FOLDER: _folder(contract)})
+    strip, floats = _texts(contract, sources)
     staged = staged.withColumns({f"__s{i}": stripped(text) for i, text in strip.items()})
     staged = staged.withColumns({
         **{f"__t{i}": non_blank(F.col(f"__s{i}")) for i in strip},
         **{f"__n{i}": text for i, text in floats.items()}})
-    target = spark_schema(contract.schema)
 
-    def typed_of(i: int, field: pa.Field) -> Typed:
-        read_as = ReadAs.of(contract, field.name)
-        typed = F.col(f"__v{i}")
+    def typed_of(i: int, field: pa.Field, stages: Stages) -> Typed:
+        read_as, typed = ReadAs.of(contract, field.name), F.col(f"__v{i}")
         text = F.col(f"__t{i}") if i in strip else None
+        number_text = F.col(f"__n{i}") if i in floats else None
         source = sources[field.name]
         if isinstance(source, JsonColumn):
             return json_typed(field.name, F.col(f"__r{i}"), F.col(f"__k{i}"), F.col(f"__x{i}"),
-                              JsonTexts(text, F.col(f"__n{i}") if i in floats else None),
-                              field.type, typed, read_as)
-        raw = _raw(source, F.col(f"__r{i}"), F.col(f"__n{i}") if i in floats else text)
+                              JsonTexts(text, number_text), field.type, typed, read_as, stages)
+        raw = _raw(source, F.col(f"__r{i}"), text if number_text is None else number_text,
+                   stages)
         return coerce(field.name, raw, field.type, typed, read_as)
 
-    coerced = {i: typed_of(i, f) for i, f in fields}
+    stages = Stages("__p")
+    coerced = {i: typed_of(i, f, stages.child(str(i))) for i, f in fields}
+    for level in stages.levels:
+        staged = staged.withColumns(level)
+    target = spark_schema(contract.schema)
     staged = staged.withColumns({
         f"__v{i}": (coerced[i].value if i in coerced else F.lit(None)).cast(
             target[f.name].dataType) for i, f in enumerate(contract.schema)})
@@ -150,7 +168,7 @@ def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_recor
     typed = {f.name: F.col(f"__v{i}") for i, f in enumerate(contract.schema)}
     staged = staged.withColumns({
         _PARSE_ERRORS: F.concat_ws("; ", *(F.col(f"__e{i}") for i in coerced)),
-        _RULE_ERRORS: F.concat_ws("; ", *row_rules(contract, typed, _folder(contract)))})
+        _RULE_ERRORS: F.concat_ws("; ", *row_rules(contract, typed, F.col(_FOLDER)))})
     parse_errors, rule_errors = F.col(_PARSE_ERRORS), F.col(_RULE_ERRORS)
     reason = F.coalesce(F.col(_PROBLEM), F.when(parse_errors != "", parse_errors),
                         F.when(rule_errors != "", rule_errors))

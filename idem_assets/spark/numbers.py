@@ -71,9 +71,10 @@ def _text(raw: Raw) -> Column:
     return float_text(raw.value) if raw.kind == "float" else raw.value.cast("string")
 
 
-def _int_from_text(name: str, text: Column, typed: Column, seps: numbers.Separators,
+def _int_from_text(name: str, raw: Raw, typed: Column, seps: numbers.Separators,
                    read_as: ReadAs) -> Typed:
-    canonical = canonical_integer(text, seps)
+    text = _text(raw)
+    canonical = raw.stage("int", canonical_integer(text, seps))
     error = (
         F.when(text.isNull(), no_error())
         .when(canonical.isNull(), number_reason(name, text, "an integer", read_as))
@@ -96,7 +97,7 @@ def to_int(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
     if raw.kind in ("string", "decimal"):
         # Decimal values have no separators: their text is plain, whatever the source declares.
         seps = read_as.separators if raw.kind == "string" else numbers.Separators()
-        return _int_from_text(name, _text(raw), typed, seps, read_as)
+        return _int_from_text(name, raw, typed, seps, read_as)
     return type_error(name, raw, "an integer")
 
 
@@ -123,10 +124,11 @@ def to_decimal(name: str, raw: Raw, typed: Column, target: pa.Decimal128Type,
     text = _text(raw)
     # Floats and wide decimals are judged by their text, so nothing is rounded on the way.
     seps = read_as.separators if raw.kind == "string" else numbers.Separators()
-    canonical = canonical_decimal(text, seps)
+    canonical = raw.stage("decimal", canonical_decimal(text, seps))
     shape = numbers.DecimalShape(target.precision, target.scale)
-    extra = canonical.rlike(shape.extra_digits)
-    value = F.when(canonical.isNotNull() & ~extra & canonical.rlike(shape.fits),
+    extra = raw.stage("extra_digits", canonical.rlike(shape.extra_digits), level=1)
+    fits = raw.stage("fits", canonical.rlike(shape.fits), level=1)
+    value = F.when(canonical.isNotNull() & ~extra & fits,
                    F.regexp_replace(canonical, shape.trim, "$1").try_cast(kind))
     error = (
         F.when(text.isNull(), no_error())
@@ -145,6 +147,6 @@ def to_float(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
     if raw.kind != "string":
         return type_error(name, raw, "a number")
     text = _text(raw)
-    value = canonical_float(text, read_as.separators).try_cast("double")
+    value = raw.stage("float", canonical_float(text, read_as.separators)).try_cast("double")
     return Typed(value, F.when(text.isNotNull() & typed.isNull(),
                                number_reason(name, text, "a number", read_as)))

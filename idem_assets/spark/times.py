@@ -28,7 +28,7 @@ def to_date(name: str, raw: Raw, typed: Column) -> Typed:
         return type_error(name, raw, "a date (YYYY-MM-DD)")
     assert raw.text is not None
     text = raw.text
-    shaped = text.rlike(DATE_PATTERN)
+    shaped = raw.stage("date_shaped", text.rlike(DATE_PATTERN))
     error = (
         F.when(text.isNull(), no_error())
         .when(~shaped, value_reason(name, "is not a date in the form YYYY-MM-DD", text))
@@ -76,14 +76,16 @@ def _from_text(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
     assert raw.text is not None
     text = raw.text
     # regexp_extract gives "" for a group that did not take part (Polars: null).
-    day, clock, fraction, offset = (F.regexp_extract(text, TIMESTAMP_PATTERN, i)
-                                    for i in range(1, 5))
-    shaped = text.rlike(TIMESTAMP_PATTERN)
-    sub_micro = F.substring(fraction, 7, 3).rlike("[1-9]")
+    day, clock, fraction, offset = (
+        raw.stage(part, F.regexp_extract(text, TIMESTAMP_PATTERN, i))
+        for i, part in enumerate(("day", "clock", "fraction", "offset"), start=1))
+    shaped = raw.stage("shaped", text.rlike(TIMESTAMP_PATTERN))
+    sub_micro = raw.stage("sub_micro", F.substring(fraction, 7, 3).rlike("[1-9]"), level=1)
     micros = F.substring(F.concat(fraction, F.lit("000000")), 1, 6)
     canonical = F.concat(day, F.lit("T"), clock, F.lit("."), micros)
-    zoned = F.try_to_timestamp(F.concat(canonical, _offset(offset)), F.lit(_ZONED_FORMAT))
-    naive = F.try_to_timestamp(canonical, F.lit(_NAIVE_FORMAT))
+    zoned = raw.stage("zoned", F.try_to_timestamp(
+        F.concat(canonical, _offset(offset)), F.lit(_ZONED_FORMAT)), level=1)
+    naive = raw.stage("naive", F.try_to_timestamp(canonical, F.lit(_NAIVE_FORMAT)), level=1)
     parsed = F.when(offset == "", local_to_utc(naive, timezone)).otherwise(zoned)
     error = (
         F.when(text.isNull(), no_error())
@@ -97,9 +99,12 @@ def _from_text(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
     return Typed(F.when(shaped & ~sub_micro, parsed), error)
 
 
-def epoch_micros(text: Column, unit: EpochUnit) -> Column:
+def epoch_micros(raw: Raw, unit: EpochUnit) -> Column:
     """Microseconds since the epoch from epoch text (exact, no float on the way); else null."""
-    sign, whole, fraction = (F.regexp_extract(text, numbers.EPOCH_TEXT, i) for i in (1, 2, 3))
+    assert raw.text is not None
+    sign, whole, fraction = (raw.stage(f"epoch_{i}", F.regexp_extract(
+        raw.text, numbers.EPOCH_TEXT, i)) for i in (1, 2, 3))
+    matched = raw.stage("epoch_matched", raw.text.rlike(numbers.EPOCH_TEXT))
     digits = numbers.EPOCH_FRACTION_DIGITS[unit]
     scale = numbers.EPOCH_MICROS[unit]
     exact = ~F.substring(fraction, digits + 1, 1 << 20).rlike("[1-9]")
@@ -108,8 +113,7 @@ def epoch_micros(text: Column, unit: EpochUnit) -> Column:
     whole_value = whole.try_cast("bigint")
     size = F.try_add(F.try_multiply(whole_value, F.lit(scale)), fraction_value.cast("bigint"))
     signed = F.when(sign == "-", -size).otherwise(size)
-    return F.when(text.rlike(numbers.EPOCH_TEXT) & exact
-                  & whole_value.between(0, max(-low, high)), signed)
+    return F.when(matched & exact & whole_value.between(0, max(-low, high)), signed)
 
 
 def _epoch(name: str, raw: Raw, typed: Column, unit: EpochUnit) -> Typed:
@@ -128,7 +132,7 @@ def _epoch(name: str, raw: Raw, typed: Column, unit: EpochUnit) -> Typed:
     elif raw.kind == "string":
         assert raw.text is not None
         text = raw.text
-        micros = epoch_micros(text, unit)
+        micros = raw.stage("epoch_micros", epoch_micros(raw, unit), level=1)
     else:
         return type_error(name, raw, f"epoch {unit} (a number)")
     in_range = micros.between(*numbers.MICROS_RANGE)

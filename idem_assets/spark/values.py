@@ -7,7 +7,7 @@ both engines. Text shown in reasons is spelled the way Polars casts a value to t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyspark.sql import Column
@@ -23,6 +23,31 @@ _FLOAT_DIGITS = "decimal(38,22)"
 
 
 @dataclass(frozen=True)
+class Stages:
+    """Intermediate columns of one contract column, computed in projections before its value.
+
+    A coercion stages what its value and reason both refer to (regex extracts, parses), so
+    Spark evaluates it once per row and the generated code holds it once: repeated inside
+    conditional branches, it would be neither shared nor small enough to compile.
+    """
+
+    prefix: str
+    levels: list[dict[str, Column]] = field(default_factory=list)
+
+    def add(self, name: str, expr: Column, level: int = 0) -> Column:
+        """Stage ``expr`` (it may refer to staged columns of lower levels); its column."""
+        while len(self.levels) <= level:
+            self.levels.append({})
+        key = f"{self.prefix}{name}"
+        self.levels[level][key] = expr
+        return F.col(key)
+
+    def child(self, name: str) -> Stages:
+        """Stages under a longer prefix, computed with these (for one kind of JSON value)."""
+        return Stages(f"{self.prefix}{name}_", self.levels)
+
+
+@dataclass(frozen=True)
 class Raw:
     """One raw column as a coercion sees it: its values, their kind, their stripped text."""
 
@@ -35,6 +60,11 @@ class Raw:
     scale: int | None = None  # decimals: their scale
     zoned: bool = True  # timestamps: instants (True) or wall-clock times (False)
     fraction_digits: int = 6  # timestamps: the digits Polars prints (3 for ms, 6 for us)
+    stages: Stages | None = None  # where intermediate columns go (None: kept inline)
+
+    def stage(self, name: str, expr: Column, level: int = 0) -> Column:
+        """``expr`` as a staged column when the judge stages this column, else itself."""
+        return self.stages.add(name, expr, level) if self.stages is not None else expr
 
 
 @dataclass(frozen=True)
