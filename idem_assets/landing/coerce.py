@@ -17,7 +17,7 @@ from idem_assets.landing import numbers
 from idem_assets.landing.contract import EpochUnit, SourceContract
 from idem_assets.landing.raw import MAX_FIELD_BYTES
 
-_DATE = r"^\d{4}-\d{2}-\d{2}$"
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 # Date, T or space, time, optional fraction of 0-9 digits, optional offset (Z, +hh:mm,
 # +hhmm or +hh), optionally after one space (as strftime's "%Y-%m-%d %H:%M:%S %z" writes).
 TIMESTAMP_PATTERN = (r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:[.,](\d{0,9}))?"
@@ -147,8 +147,11 @@ def to_int(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Coer
         rule = "is not a whole number within int64"
         bad = raw.is_not_null() & value.is_null()
         return Coerced(value, pl.when(bad).then(_value_reason(name, rule, raw)))
-    if dtype == pl.String or isinstance(dtype, pl.Decimal):
+    if dtype == pl.String:
         return _int_from_text(name, _text(raw), read_as)
+    if isinstance(dtype, pl.Decimal):
+        # A typed decimal's text is plain 12.00, whatever the source's text spelling.
+        return _int_from_text(name, _text(raw), ReadAs())
     return _type_error(name, raw, dtype, "an integer")
 
 
@@ -234,7 +237,7 @@ def to_date(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
     if dtype != pl.String:
         return _type_error(name, raw, dtype, "a date (YYYY-MM-DD)")
     text = _text(raw)
-    shaped = text.str.contains(_DATE)
+    shaped = text.str.contains(DATE_PATTERN)
     value = pl.when(shaped).then(text.str.to_date("%Y-%m-%d", strict=False))
     error = (
         pl.when(text.is_null()).then(pl.lit(None, pl.String))
@@ -364,6 +367,10 @@ def to_string(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
         value = raw.map_batches(_decode_utf8, return_dtype=pl.String)
     elif isinstance(dtype, pl.Struct):
         value = pl.when(raw.is_not_null()).then(raw.struct.json_encode())
+    elif isinstance(dtype, pl.List | pl.Array):
+        # JSON of a one-field struct, unwrapped: {"v":[1,2]} -> [1,2].
+        wrapped = pl.struct(raw.alias("v")).struct.json_encode()
+        value = pl.when(raw.is_not_null()).then(wrapped.str.slice(5).str.strip_suffix("}"))
     else:
         value = raw.cast(pl.String, strict=False)
     bad = raw.is_not_null() & value.is_null()

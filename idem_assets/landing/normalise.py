@@ -139,9 +139,9 @@ def file_problem(names: list[str], contract: SourceContract) -> str | None:
     """A whole-file problem for a file with these column names: missing or doubled columns."""
     counts = Counter(names)
     wanted = {contract.file_name(c): c for c in contract.columns}
-    missing = [_shown_column(c, contract) for c in contract.columns
+    missing = [shown_column(c, contract) for c in contract.columns
                if contract.file_name(c) not in counts]
-    doubled = sorted(_shown_column(wanted[n], contract) for n, k in counts.items()
+    doubled = sorted(shown_column(wanted[n], contract) for n, k in counts.items()
                      if k > 1 and n in wanted)
     problems = []
     if missing:
@@ -152,7 +152,8 @@ def file_problem(names: list[str], contract: SourceContract) -> str | None:
     return " and ".join(problems) or None
 
 
-def _shown_column(column: str, contract: SourceContract) -> str:
+def shown_column(column: str, contract: SourceContract) -> str:
+    """A contract column as a file problem names it: ``amt (for amount)`` when renamed."""
     name = contract.file_name(column)
     return name if name == column else f"{name} (for {column})"
 

@@ -78,25 +78,33 @@ class ValueRule:
                 broken = broken | (value > pl.lit(self.high))
         return value.is_not_null() & broken
 
+    def reason_parts(self) -> tuple[str, str]:
+        """The text before and after the shown value in this rule's reason."""
+        if self.kind == "allowed":
+            choices = ", ".join(sorted(map(str, self.allowed)))
+            return (f"{self.column}: value '", f"' is not allowed (expected one of {choices})")
+        if self.kind == "non_negative":
+            return f"{self.column}: ", " is negative (must be >= 0)"
+        if self.kind == "pattern":
+            return f"{self.column}: value '", f"' does not match {self.pattern}"
+        return f"{self.column}: ", f" is outside the range ({self.describe()})"
+
     def reason(self) -> pl.Expr:
         """The message for a row that breaks the rule (names the column, value and rule)."""
         shown = pl.col(self.column).cast(pl.String)
         shown = pl.when(shown.str.len_chars() > _SHOWN).then(
             shown.str.slice(0, _SHOWN) + pl.lit("...")).otherwise(shown)
-        if self.kind == "allowed":
-            choices = ", ".join(sorted(map(str, self.allowed)))
-            return pl.format(f"{self.column}: value '{{}}' is not allowed (expected one of "
-                             f"{choices})", shown)
-        if self.kind == "non_negative":
-            return pl.format(f"{self.column}: {{}} is negative (must be >= 0)", shown)
-        if self.kind == "pattern":
-            return pl.format(f"{self.column}: value '{{}}' does not match {self.pattern}", shown)
-        return pl.format(f"{self.column}: {{}} is outside the range ({self.describe()})", shown)
+        before, after = self.reason_parts()
+        # Literal pieces, not a format string: declared values and patterns may hold braces.
+        return pl.concat_str([pl.lit(before), shown, pl.lit(after)])
 
 
 def anchored(pattern: str) -> str:
-    """``pattern`` matched against the whole value (the same in Rust and Java regex)."""
-    return f"^(?:{pattern})$"
+    r"""``pattern`` matched against the whole value, in Rust and Java regex alike.
+
+    ``\z`` rather than ``$``: Java's ``$`` also matches before a final line break.
+    """
+    return rf"^(?:{pattern})\z"
 
 
 def pattern_problem(pattern: str) -> str | None:

@@ -87,7 +87,7 @@ def to_bool(name: str, raw: Raw, typed: Column) -> Typed:
                      F.when(value.isNotNull() & typed.isNull(),
                             value_reason(name, "is not 0 or 1", raw_text(raw))))
     if raw.kind != "string":
-        return type_error(name, raw, "a boolean")
+        return type_error(name, raw, pa.bool_())
     assert raw.text is not None
     lower = F.lower(raw.text)
     choices = "/".join((*BOOL_TRUE, *BOOL_FALSE))
@@ -138,14 +138,16 @@ def coerce(name: str, raw: Raw, target: pa.DataType, typed: Column, read_as: Rea
     """
     kind = spark_type(target)
     if raw.kind == "null":
-        return Typed(F.lit(None).cast(kind), no_error())
+        return Typed(F.lit(None).cast(kind), no_error(), F.lit(False))
     result = _typed(name, raw, target, typed, read_as)
     value, error = result.value.cast(kind), F.when(typed.isNull(), result.error.cast("string"))
     if raw.kind != "string":
-        return Typed(value, error)
+        return Typed(value, error, raw.value.isNotNull())
+    # Blank text headed for a non-string type is no value at all (not a bad one).
+    present = raw.value.isNotNull() if raw.text is None else raw.text.isNotNull()
     limit = read_as.max_bytes
     size = F.octet_length(raw.value)
     bound = F.concat(F.lit(f"{name}: value is "), size.cast("string"),
                      F.lit(f" bytes, over the {limit}-byte bound for one field"))
     return Typed(F.when(size > limit, F.lit(None).cast(kind)).otherwise(value),
-                 F.when(size > limit, bound).otherwise(error))
+                 F.when(size > limit, bound).otherwise(error), present)

@@ -7,17 +7,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from idem_assets.landing.contract import SourceContract
+from idem_assets.landing.normalise import shown_column
 from idem_assets.spark.judge import PATH, JsonColumn, judge
 
 LINE = "value"  # the text source's column
 _KEYS = "__idem_keys"
 _VALUES = "__idem_json"
-
-
-def _shown_column(contract: SourceContract, column: str) -> str:
-    """A contract column as a file problem names it: ``amt (for amount)`` when renamed."""
-    name = contract.file_name(column)
-    return name if name == column else f"{name} (for {column})"
 
 
 def json_lines(lines: DataFrame, contract: SourceContract) -> DataFrame:
@@ -34,7 +29,7 @@ def json_lines(lines: DataFrame, contract: SourceContract) -> DataFrame:
     presence = parsed.groupBy(PATH).agg(*(
         F.max(F.array_contains(F.col(_KEYS), n)).alias(f"has_{i}") for i, n in enumerate(names)))
     lacking = F.concat_ws(", ", *(F.when(F.col(f"has_{i}") == F.lit(False),
-                                         F.lit(_shown_column(contract, c)))
+                                         F.lit(shown_column(c, contract)))
                                   for i, c in enumerate(contract.columns)))
     frame = parsed.join(F.broadcast(presence), on=PATH, how="left").select(
         F.col(PATH), F.col(LINE), F.col(_KEYS),

@@ -1,4 +1,4 @@
-"""Typing and judging raw landing rows in Spark: one reason per row, null when it is valid.
+"""Typing and judging raw landing rows in Spark: a verdict per row, and the reason if bad.
 
 Every reader (CSV, Parquet, JSON Lines, the stream) hands its raw rows here with, per
 contract column, where its values are: a file column of a known kind, or a JSON value
@@ -20,7 +20,13 @@ from idem_assets.landing.coerce import ReadAs
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.layout import Layout
 from idem_assets.spark.coerce import coerce, raw_of_arrow
-from idem_assets.spark.json_values import JsonTexts, json_float, json_kind, json_text, json_typed
+from idem_assets.spark.json_values import (
+    json_kind,
+    json_schema,
+    json_text,
+    json_typed,
+    text_kinds,
+)
 from idem_assets.spark.rules import row_rules
 from idem_assets.spark.schema import spark_schema
 from idem_assets.spark.values import (
@@ -34,6 +40,7 @@ from idem_assets.spark.values import (
 )
 
 PATH, ROW, RAW, REASON = "__idem_path", "__idem_row", "__idem_raw", "__idem_reason"
+BAD = "__idem_bad"  # true on rows that go to quarantine; REASON (null elsewhere) says why
 _PROBLEM = "__idem_problem"
 _PARSE_ERRORS, _RULE_ERRORS = "__idem_parse_errors", "__idem_rule_errors"
 _FOLDER = "__idem_folder"
@@ -104,10 +111,9 @@ def _texts(contract: SourceContract, sources: Mapping[str, FileColumn | JsonColu
     for i, f in enumerate(contract.schema):
         source, raw = sources.get(f.name), F.col(f"__r{i}")
         if isinstance(source, JsonColumn):
-            if judged_text("string", f.type):
-                strip[i] = F.when(F.col(f"__k{i}") == "string", F.col(f"__x{i}"))
-            if judged_text("float", f.type):
-                floats[i] = F.when(F.col(f"__k{i}") == "float", float_text(json_float(raw)))
+            if not pa.types.is_string(f.type):
+                kinds = text_kinds(f.type, ReadAs.of(contract, f.name))
+                strip[i] = F.when(F.col(f"__k{i}").isin(*kinds), F.col(f"__x{i}"))
         elif source is not None:
             read = _raw(source, raw, None)
             staging = judged_text(read.kind, f.type)
@@ -118,15 +124,45 @@ def _texts(contract: SourceContract, sources: Mapping[str, FileColumn | JsonColu
     return strip, floats
 
 
+def _verdict(contract: SourceContract, coerced: Mapping[int, Typed], staged: DataFrame
+             ) -> DataFrame:
+    """Add BAD (as the local reader finds bad rows, without any text) and REASON."""
+    typed = {f.name: F.col(f"__v{i}") for i, f in enumerate(contract.schema)}
+    rules = row_rules(contract, typed, F.col(_FOLDER))
+    bad = F.col(_PROBLEM).isNotNull()
+    for i, c in coerced.items():
+        if c.present is not None:
+            bad = bad | (c.present & F.col(f"__v{i}").isNull())
+    for rule in rules:
+        bad = bad | F.coalesce(rule.broken, F.lit(False))
+    # A verdict Spark cannot move: filters on it stay above this projection instead of being
+    # pushed into the ones below, where they would inline (and evaluate twice) every value.
+    bad = bad & (F.spark_partition_id() >= 0)
+    staged = staged.withColumns({
+        BAD: bad,
+        _PARSE_ERRORS: F.concat_ws("; ", *(F.col(f"__e{i}") for i in coerced)),
+        _RULE_ERRORS: F.concat_ws("; ", *(F.when(rule.broken, rule.message) for rule in rules)),
+    })
+    # Parse errors explain their row; row rules only judge rows whose values all parsed.
+    parse_errors, rule_errors = F.col(_PARSE_ERRORS), F.col(_RULE_ERRORS)
+    reason = F.coalesce(F.col(_PROBLEM), F.when(parse_errors != "", parse_errors),
+                        F.when(rule_errors != "", rule_errors), F.lit(""))
+    return staged.select(
+        *(value.alias(name) for name, value in typed.items()),
+        F.col(BAD), F.when(F.col(BAD), reason).alias(REASON), F.col(PATH), F.col(ROW),
+        F.col(RAW),
+    )
+
+
 def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_record: Column,
           row: Column, sources: Mapping[str, FileColumn | JsonColumn]) -> DataFrame:
-    """Type every contract column and give each row its reason (null when valid).
+    """Type every contract column and judge each row: BAD, and REASON where it is bad.
 
     ``sources`` maps contract columns to where the frame holds them; a column it lacks is
     null (the whole-file ``problem`` already quarantines such rows). Each step is its own
     projection and refers to the previous step's columns by name (``Stages``): Spark keeps
     projections apart when merging them would repeat costly expressions, so no regex runs
-    twice per value and the generated code stays compilable.
+    twice per value and the generated code stays small.
     """
     fields = [(i, f) for i, f in enumerate(contract.schema) if f.name in sources]
     jsons = [i for i, f in fields if isinstance(sources[f.name], JsonColumn)]
@@ -135,9 +171,10 @@ def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_recor
         F.col(PATH), problem.cast("string").alias(_PROBLEM),
         raw_record.cast("string").alias(RAW), row.cast("bigint").alias(ROW))
     staged = staged.withColumns({
-        **{f"__k{i}": json_kind(F.col(f"__r{i}")) for i in jsons},
+        **{f"__y{i}": json_schema(F.col(f"__r{i}")) for i in jsons},
         **{f"__x{i}": json_text(F.col(f"__r{i}")) for i in jsons},
         _FOLDER: _folder(contract)})
+    staged = staged.withColumns({f"__k{i}": json_kind(F.col(f"__y{i}")) for i in jsons})
     strip, floats = _texts(contract, sources)
     staged = staged.withColumns({f"__s{i}": stripped(text) for i, text in strip.items()})
     staged = staged.withColumns({
@@ -147,14 +184,13 @@ def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_recor
     def typed_of(i: int, field: pa.Field, stages: Stages) -> Typed:
         read_as, typed = ReadAs.of(contract, field.name), F.col(f"__v{i}")
         text = F.col(f"__t{i}") if i in strip else None
-        number_text = F.col(f"__n{i}") if i in floats else None
         source = sources[field.name]
         if isinstance(source, JsonColumn):
             return json_typed(field.name, F.col(f"__r{i}"), F.col(f"__k{i}"), F.col(f"__x{i}"),
-                              JsonTexts(text, number_text), field.type, typed, read_as, stages)
-        raw = _raw(source, F.col(f"__r{i}"), text if number_text is None else number_text,
-                   stages)
-        return coerce(field.name, raw, field.type, typed, read_as)
+                              text, field.type, typed, read_as, stages)
+        judged_by = F.col(f"__n{i}") if i in floats else text
+        return coerce(field.name, _raw(source, F.col(f"__r{i}"), judged_by, stages),
+                      field.type, typed, read_as)
 
     stages = Stages("__p")
     coerced = {i: typed_of(i, f, stages.child(str(i))) for i, f in fields}
@@ -165,14 +201,4 @@ def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_recor
         f"__v{i}": (coerced[i].value if i in coerced else F.lit(None)).cast(
             target[f.name].dataType) for i, f in enumerate(contract.schema)})
     staged = staged.withColumns({f"__e{i}": c.error for i, c in coerced.items()})
-    typed = {f.name: F.col(f"__v{i}") for i, f in enumerate(contract.schema)}
-    staged = staged.withColumns({
-        _PARSE_ERRORS: F.concat_ws("; ", *(F.col(f"__e{i}") for i in coerced)),
-        _RULE_ERRORS: F.concat_ws("; ", *row_rules(contract, typed, F.col(_FOLDER)))})
-    parse_errors, rule_errors = F.col(_PARSE_ERRORS), F.col(_RULE_ERRORS)
-    reason = F.coalesce(F.col(_PROBLEM), F.when(parse_errors != "", parse_errors),
-                        F.when(rule_errors != "", rule_errors))
-    return staged.select(
-        *(value.alias(name) for name, value in typed.items()),
-        reason.alias(REASON), F.col(PATH), F.col(ROW), F.col(RAW),
-    )
+    return _verdict(contract, coerced, staged)

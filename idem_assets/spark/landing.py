@@ -21,6 +21,7 @@ from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
 from idem_assets.landing.raw import RAW_VALUE_CHARS
 from idem_assets.spark.json_lines import LINE, json_lines
 from idem_assets.spark.judge import (
+    BAD,
     PATH,
     RAW,
     REASON,
@@ -47,7 +48,7 @@ class SparkLandingBatch:
     source: str
     start: dt.date
     end: dt.date
-    judged: DataFrame  # contract columns + reason/path/row/raw, one row per raw row
+    judged: DataFrame  # contract columns + bad/reason/path/row/raw, one row per raw row
     files: tuple[str, ...]  # relpaths read
     dropped_columns: Mapping[str, tuple[str, ...]]  # CSV and Parquet files only
     ignored_files: Mapping[str, str]
@@ -57,13 +58,13 @@ class SparkLandingBatch:
     @property
     def rows(self) -> DataFrame:
         """Valid rows, exactly the contract schema; not deduplicated."""
-        return self.judged.filter(F.col(REASON).isNull()).select(*self.contract.columns)
+        return self.judged.filter(~F.col(BAD)).select(*self.contract.columns)
 
     @property
     def quarantine(self) -> DataFrame:
         """Rejected rows with their reason (row_number is null for CSV and JSON Lines)."""
         path, layout = F.col(PATH), self.contract.layout
-        return self.judged.filter(F.col(REASON).isNotNull()).select(
+        return self.judged.filter(F.col(BAD)).select(
             F.lit(self.source).alias("source"),
             folder_day(path, layout).alias("partition_date"),
             landing_relpath(path, layout).alias("source_file"),
@@ -85,7 +86,7 @@ class SparkLandingBatch:
     def counts(self) -> tuple[int, int]:
         """(valid rows, quarantined rows), counted in one Spark job."""
         totals = self.judged.agg(
-            F.count(F.lit(1)).alias("raw"), F.count(F.col(REASON)).alias("bad")).first()
+            F.count(F.lit(1)).alias("raw"), F.count_if(F.col(BAD)).alias("bad")).first()
         assert totals is not None
         return int(totals["raw"]) - int(totals["bad"]), int(totals["bad"])
 
@@ -162,7 +163,8 @@ _READERS = {"parquet": _parquet, "csv": _csv, "jsonl": _jsonl}
 def empty_judged(spark: SparkSession, contract: SourceContract) -> DataFrame:
     """A judged frame with no rows (a range without files)."""
     fields = [*spark_schema(contract.schema).fields,
-              T.StructField(REASON, T.StringType()), T.StructField(PATH, T.StringType()),
+              T.StructField(BAD, T.BooleanType()), T.StructField(REASON, T.StringType()),
+              T.StructField(PATH, T.StringType()),
               T.StructField(ROW, T.LongType()), T.StructField(RAW, T.StringType())]
     return spark.createDataFrame([], T.StructType(fields))
 

@@ -8,6 +8,8 @@ earlier projection, instead of repeating its expression.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -22,6 +24,7 @@ from idem_assets.spark.values import (
     raw_text,
     type_error,
     value_reason,
+    value_reasons,
 )
 
 _TWO_TO_63 = 2.0**63
@@ -54,14 +57,23 @@ def canonical_float(text: Column, seps: numbers.Separators) -> Column:
     return F.when(text.rlike(seps.float_pattern()), plain(text, seps))
 
 
-def number_reason(name: str, text: Column, kind: str, read_as: ReadAs) -> Column:
-    """'not a number' with the declared separators and, where it helps, the setting to use."""
-    example = read_as.separators.example(kind)
-    base = value_reason(name, f"is not {kind} like {example}", text)
+def number_rule(text: Column, kind: str, read_as: ReadAs) -> Column:
+    """'is not a number' with the declared separators and, where it helps, the setting to use."""
+    base = f"is not {kind} like {read_as.separators.example(kind)}"
     if read_as.separators.is_default:
-        return F.when(text.contains(","), F.concat(base, F.lit(numbers.SEPARATOR_HINT))
-                      ).otherwise(base)
-    return base
+        return F.when(text.contains(","), F.lit(base + numbers.SEPARATOR_HINT)
+                      ).otherwise(F.lit(base))
+    return F.lit(base)
+
+
+def _spelled(raw: Raw, canonical: Callable[[Column, numbers.Separators], Column],
+             seps: numbers.Separators) -> Column:
+    """``canonical`` of the raw text in the declared spelling (JSON numbers: their own)."""
+    text = _text(raw)
+    if raw.json_number is None or seps.is_default:
+        return canonical(text, seps)
+    return F.when(raw.json_number, canonical(text, numbers.Separators())).otherwise(
+        canonical(text, seps))
 
 
 def _text(raw: Raw) -> Column:
@@ -74,12 +86,10 @@ def _text(raw: Raw) -> Column:
 def _int_from_text(name: str, raw: Raw, typed: Column, seps: numbers.Separators,
                    read_as: ReadAs) -> Typed:
     text = _text(raw)
-    canonical = raw.stage("int", canonical_integer(text, seps))
-    error = (
-        F.when(text.isNull(), no_error())
-        .when(canonical.isNull(), number_reason(name, text, "an integer", read_as))
-        .when(typed.isNull(), value_reason(name, "is outside int64", text))
-    )
+    canonical = raw.stage("int", _spelled(raw, canonical_integer, seps))
+    error = value_reasons(name, text, [
+        (canonical.isNull(), number_rule(text, "an integer", read_as)),
+        (typed.isNull(), "is outside int64")])
     return Typed(canonical.try_cast("bigint"), error)
 
 
@@ -98,7 +108,7 @@ def to_int(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
         # Decimal values have no separators: their text is plain, whatever the source declares.
         seps = read_as.separators if raw.kind == "string" else numbers.Separators()
         return _int_from_text(name, raw, typed, seps, read_as)
-    return type_error(name, raw, "an integer")
+    return type_error(name, raw, pa.int64())
 
 
 def to_int32(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
@@ -120,23 +130,20 @@ def to_decimal(name: str, raw: Raw, typed: Column, target: pa.Decimal128Type,
         return Typed(raw.value.try_cast(kind), F.when(raw.value.isNotNull() & typed.isNull(),
                      value_reason(name, f"does not fit {target}", raw_text(raw))))
     if raw.kind not in ("string", "float", "decimal"):
-        return type_error(name, raw, "a decimal number")
+        return type_error(name, raw, target)
     text = _text(raw)
     # Floats and wide decimals are judged by their text, so nothing is rounded on the way.
     seps = read_as.separators if raw.kind == "string" else numbers.Separators()
-    canonical = raw.stage("decimal", canonical_decimal(text, seps))
+    canonical = raw.stage("decimal", _spelled(raw, canonical_decimal, seps))
     shape = numbers.DecimalShape(target.precision, target.scale)
     extra = raw.stage("extra_digits", canonical.rlike(shape.extra_digits), level=1)
     fits = raw.stage("fits", canonical.rlike(shape.fits), level=1)
     value = F.when(canonical.isNotNull() & ~extra & fits,
                    F.regexp_replace(canonical, shape.trim, "$1").try_cast(kind))
-    error = (
-        F.when(text.isNull(), no_error())
-        .when(canonical.isNull(), number_reason(name, text, "a decimal number", read_as))
-        .when(extra, value_reason(
-            name, f"has more than {target.scale} decimal places (never rounded)", text))
-        .when(typed.isNull(), value_reason(name, f"does not fit {target}", text))
-    )
+    error = value_reasons(name, text, [
+        (canonical.isNull(), number_rule(text, "a decimal number", read_as)),
+        (extra, f"has more than {target.scale} decimal places (never rounded)"),
+        (typed.isNull(), f"does not fit {target}")])
     return Typed(value, error)
 
 
@@ -145,8 +152,9 @@ def to_float(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
     if raw.kind in _NUMBER_KINDS:
         return Typed(raw.value.cast("double"), no_error())
     if raw.kind != "string":
-        return type_error(name, raw, "a number")
+        return type_error(name, raw, pa.float64())
     text = _text(raw)
-    value = raw.stage("float", canonical_float(text, read_as.separators)).try_cast("double")
-    return Typed(value, F.when(text.isNotNull() & typed.isNull(),
-                               number_reason(name, text, "a number", read_as)))
+    value = raw.stage("float", _spelled(raw, canonical_float, read_as.separators)
+                      ).try_cast("double")
+    return Typed(value, value_reasons(name, text, [
+        (typed.isNull(), number_rule(text, "a number", read_as))]))

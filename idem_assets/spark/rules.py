@@ -9,6 +9,7 @@ columns null, and the declaration's quarantine-severity value rules
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql import Column
@@ -19,12 +20,6 @@ from idem_assets.landing.rules import ValueRule, anchored
 from idem_assets.spark.values import shown, stripped, typed_text
 
 
-def _java_anchored(pattern: str) -> str:
-    # Java's "$" also matches before a final line break; "\z" is the end in both engines.
-    whole = anchored(pattern)
-    return whole[:-1] + r"\z" if whole.endswith("$") else whole
-
-
 def violated(rule: ValueRule, value: Column) -> Column:
     """True where a non-null value breaks the rule (``ValueRule.violated`` in Spark)."""
     if rule.kind == "allowed":
@@ -33,7 +28,7 @@ def violated(rule: ValueRule, value: Column) -> Column:
         broken = value < 0
     elif rule.kind == "pattern":
         assert rule.pattern is not None
-        broken = ~value.cast("string").rlike(_java_anchored(rule.pattern))
+        broken = ~value.cast("string").rlike(anchored(rule.pattern))
     else:
         broken = F.lit(False)
         if rule.low is not None:
@@ -45,47 +40,44 @@ def violated(rule: ValueRule, value: Column) -> Column:
 
 def reason(rule: ValueRule, value: Column, kind: pa.DataType) -> Column:
     """The message for a row that breaks the rule (``ValueRule.reason`` in Spark)."""
-    text = shown(typed_text(value, kind))
-    column = rule.column
-    if rule.kind == "allowed":
-        choices = ", ".join(sorted(map(str, rule.allowed)))
-        return F.concat(F.lit(f"{column}: value '"), text,
-                        F.lit(f"' is not allowed (expected one of {choices})"))
-    if rule.kind == "non_negative":
-        return F.concat(F.lit(f"{column}: "), text, F.lit(" is negative (must be >= 0)"))
-    if rule.kind == "pattern":
-        return F.concat(F.lit(f"{column}: value '"), text,
-                        F.lit(f"' does not match {rule.pattern}"))
-    return F.concat(F.lit(f"{column}: "), text,
-                    F.lit(f" is outside the range ({rule.describe()})"))
+    before, after = rule.reason_parts()
+    return F.concat(F.lit(before), shown(typed_text(value, kind)), F.lit(after))
+
+
+@dataclass(frozen=True)
+class RowRule:
+    """A row rule: where a row breaks it, and the message for such a row."""
+
+    broken: Column
+    message: Column
 
 
 def row_rules(contract: SourceContract, typed: Mapping[str, Column], folder: Column
-              ) -> list[Column]:
-    """Each row rule's message where the row breaks it (null elsewhere), in the local order."""
-    rules: list[Column] = []
+              ) -> list[RowRule]:
+    """The row rules of ``contract`` over typed columns, in the local reader's order."""
+    rules: list[RowRule] = []
     for key in contract.natural_key:
         value = typed[key]
         is_text = pa.types.is_string(contract.schema.field(key).type)
         blank = value.isNull() | (F.length(stripped(value)) == 0 if is_text else F.lit(False))
-        rules.append(F.when(blank, F.lit(f"{key}: natural key is null or blank")))
+        rules.append(RowRule(blank, F.lit(f"{key}: natural key is null or blank")))
     version = contract.version_column
     if version and version not in contract.natural_key:
-        rules.append(F.when(typed[version].isNull(), F.lit(
+        rules.append(RowRule(typed[version].isNull(), F.lit(
             f"{version}: version column is null, so newest-wins cannot order this row")))
-    if contract.date_column:
+    if contract.date_column and contract.daily:
         name, value = contract.date_column, typed[contract.date_column]
         where = F.concat(F.lit("the partition folder date="), folder.cast("string"))
-        rules.append(F.when(value.isNull(), F.concat(
+        rules.append(RowRule(value.isNull(), F.concat(
             F.lit(f"{name}: is null but must equal "), where)))
-        rules.append(F.when(value != folder, F.concat(
+        rules.append(RowRule(value != folder, F.concat(
             F.lit(f"{name}: "), value.cast("string"), F.lit(" is outside "), where)))
     for field in contract.schema:
         if not field.nullable and field.name not in contract.natural_key:
-            rules.append(F.when(typed[field.name].isNull(), F.lit(
+            rules.append(RowRule(typed[field.name].isNull(), F.lit(
                 f"{field.name}: is null but the column is declared not nullable")))
     for rule in contract.quarantine_rules:
         value = typed[rule.column]
-        rules.append(F.when(violated(rule, value),
-                            reason(rule, value, contract.schema.field(rule.column).type)))
+        rules.append(RowRule(violated(rule, value),
+                             reason(rule, value, contract.schema.field(rule.column).type)))
     return rules

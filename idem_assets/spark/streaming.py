@@ -22,7 +22,7 @@ from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable
 from idem_assets.landing.contract import SourceContract
 from idem_assets.spark.json_lines import json_lines
-from idem_assets.spark.judge import PATH, RAW, REASON, ROW
+from idem_assets.spark.judge import BAD, PATH, RAW, REASON, ROW
 from idem_assets.spark.resource import require_settings
 from idem_assets.spark.schema import col
 from idem_assets.spark.staging import spark_uri
@@ -68,14 +68,14 @@ class StreamSink:
         lines.persist()
         try:
             judged = json_lines(lines, self.contract)
-            rows = judged.filter(F.col(REASON).isNull()).select(*self.contract.columns)
+            rows = judged.filter(~F.col(BAD)).select(*self.contract.columns)
             if self.prepare is not None:
                 rows = self.prepare(rows)
             result = append_spark(self.target, rows, self.app_id, batch_id,
                                   schema=self.schema, partition_column=self.partition_column,
                                   commit_metadata={"idem.stream": self.app_id})
             if self.quarantine is not None:
-                rejected = judged.filter(F.col(REASON).isNotNull()).select(
+                rejected = judged.filter(F.col(BAD)).select(
                     F.lit(self.contract.name).alias("source"),
                     F.regexp_extract(F.col(PATH), r"([^/]+)$", 1).alias("source_file"),
                     F.col(ROW).alias("row_number"), F.col(REASON).alias("reason"),

@@ -8,13 +8,27 @@ first and then moved from the source's declared zone.
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from idem_assets.landing import numbers
-from idem_assets.landing.coerce import _DATE as DATE_PATTERN
-from idem_assets.landing.coerce import TIMESTAMP_FORMS, TIMESTAMP_PATTERN, EpochUnit, ReadAs
-from idem_assets.spark.values import Raw, Typed, no_error, raw_text, type_error, value_reason
+from idem_assets.landing.coerce import (
+    DATE_PATTERN,
+    TIMESTAMP_FORMS,
+    TIMESTAMP_PATTERN,
+    EpochUnit,
+    ReadAs,
+)
+from idem_assets.spark.values import (
+    Raw,
+    Typed,
+    no_error,
+    raw_text,
+    type_error,
+    value_reason,
+    value_reasons,
+)
 
 _ZONED_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
 _NAIVE_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"
@@ -25,15 +39,13 @@ def to_date(name: str, raw: Raw, typed: Column) -> Typed:
     if raw.kind == "date":
         return Typed(raw.value, no_error())
     if raw.kind != "string":
-        return type_error(name, raw, "a date (YYYY-MM-DD)")
+        return type_error(name, raw, pa.date32())
     assert raw.text is not None
     text = raw.text
     shaped = raw.stage("date_shaped", text.rlike(DATE_PATTERN))
-    error = (
-        F.when(text.isNull(), no_error())
-        .when(~shaped, value_reason(name, "is not a date in the form YYYY-MM-DD", text))
-        .when(typed.isNull(), value_reason(name, "is not a valid calendar date", text))
-    )
+    error = value_reasons(name, text, [
+        (~shaped, "is not a date in the form YYYY-MM-DD"),
+        (typed.isNull(), "is not a valid calendar date")])
     return Typed(F.when(shaped, F.try_to_date(text, "yyyy-MM-dd")), error)
 
 
@@ -50,8 +62,8 @@ def local_to_utc(wall: Column, timezone: str) -> Column:
     return F.when(F.from_utc_timestamp(instant, timezone) == wall, instant)
 
 
-def _gap_reason(name: str, timezone: str, text: Column) -> Column:
-    return value_reason(name, f"does not exist in {timezone} (a daylight-saving gap)", text)
+def _gap_rule(timezone: str) -> str:
+    return f"does not exist in {timezone} (a daylight-saving gap)"
 
 
 def _from_timestamp(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
@@ -60,7 +72,7 @@ def _from_timestamp(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
     # Spark reads naive Parquet timestamps as TIMESTAMP_NTZ; as TIMESTAMP they are UTC.
     value = local_to_utc(raw.value.cast("timestamp"), timezone)
     return Typed(value, F.when(raw.value.isNotNull() & typed.isNull(),
-                               _gap_reason(name, timezone, raw_text(raw))))
+                               value_reason(name, _gap_rule(timezone), raw_text(raw))))
 
 
 def _offset(text: Column) -> Column:
@@ -83,20 +95,20 @@ def _from_text(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
     sub_micro = raw.stage("sub_micro", F.substring(fraction, 7, 3).rlike("[1-9]"), level=1)
     micros = F.substring(F.concat(fraction, F.lit("000000")), 1, 6)
     canonical = F.concat(day, F.lit("T"), clock, F.lit("."), micros)
-    zoned = raw.stage("zoned", F.try_to_timestamp(
-        F.concat(canonical, _offset(offset)), F.lit(_ZONED_FORMAT)), level=1)
-    naive = raw.stage("naive", F.try_to_timestamp(canonical, F.lit(_NAIVE_FORMAT)), level=1)
-    parsed = F.when(offset == "", local_to_utc(naive, timezone)).otherwise(zoned)
-    error = (
-        F.when(text.isNull(), no_error())
-        .when(~shaped, value_reason(
-            name, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}", text))
-        .when(sub_micro, value_reason(name, "has sub-microsecond precision", text))
-        .when((offset == "") & naive.isNotNull() & typed.isNull(),
-              _gap_reason(name, timezone, text))
-        .when(typed.isNull(), value_reason(name, "is not a valid date and time", text))
-    )
-    return Typed(F.when(shaped & ~sub_micro, parsed), error)
+    rules = [(~shaped, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}"),
+             (sub_micro, "has sub-microsecond precision")]
+    if timezone == "UTC":
+        # Naive means UTC: one parse, the missing offset read as +00:00.
+        parsed = F.try_to_timestamp(F.concat(canonical, _offset(
+            F.when(offset == "", F.lit("Z")).otherwise(offset))), F.lit(_ZONED_FORMAT))
+    else:
+        zoned = raw.stage("zoned", F.try_to_timestamp(
+            F.concat(canonical, _offset(offset)), F.lit(_ZONED_FORMAT)), level=1)
+        naive = raw.stage("naive", F.try_to_timestamp(canonical, F.lit(_NAIVE_FORMAT)), level=1)
+        parsed = F.when(offset == "", local_to_utc(naive, timezone)).otherwise(zoned)
+        rules.append(((offset == "") & naive.isNotNull() & typed.isNull(), _gap_rule(timezone)))
+    rules.append((typed.isNull(), "is not a valid date and time"))
+    return Typed(F.when(shaped & ~sub_micro, parsed), value_reasons(name, text, rules))
 
 
 def epoch_micros(raw: Raw, unit: EpochUnit) -> Column:
@@ -134,7 +146,7 @@ def _epoch(name: str, raw: Raw, typed: Column, unit: EpochUnit) -> Typed:
         text = raw.text
         micros = raw.stage("epoch_micros", epoch_micros(raw, unit), level=1)
     else:
-        return type_error(name, raw, f"epoch {unit} (a number)")
+        return type_error(name, raw, pa.timestamp("us", "UTC"), unit)
     in_range = micros.between(*numbers.MICROS_RANGE)
     error = F.when(text.isNotNull() & typed.isNull(),
                    value_reason(name, numbers.epoch_rule(unit), text))
@@ -148,5 +160,5 @@ def to_timestamp(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
     if raw.kind == "timestamp":
         return _from_timestamp(name, raw, typed, read_as.timezone)
     if raw.kind != "string":
-        return type_error(name, raw, f"an ISO-8601 timestamp {TIMESTAMP_FORMS}")
+        return type_error(name, raw, pa.timestamp("us", "UTC"))
     return _from_text(name, raw, typed, read_as.timezone)

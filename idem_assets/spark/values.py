@@ -7,11 +7,14 @@ both engines. Text shown in reasons is spelled the way Polars casts a value to t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from idem_assets.landing.coerce import TIMESTAMP_FORMS
 
 _SHOWN_CHARS = 60
 # Unicode-aware trim, like Polars' strip_chars (Java's \s is ASCII-only without (?U)).
@@ -54,13 +57,15 @@ class Raw:
     value: Column
     kind: str
     # The text a value is judged by, computed in an earlier projection: stripped, non-blank
-    # text of strings headed for a non-string type; Polars' text of floats headed for a
-    # decimal (see ``judged_text``).
+    # text of strings headed for a non-string type; Polars' text of floats (``judged_text``).
     text: Column | None = None
     scale: int | None = None  # decimals: their scale
     zoned: bool = True  # timestamps: instants (True) or wall-clock times (False)
     fraction_digits: int = 6  # timestamps: the digits Polars prints (3 for ms, 6 for us)
     stages: Stages | None = None  # where intermediate columns go (None: kept inline)
+    # JSON numbers among text values: true where the text is a JSON number, judged in
+    # JSON's own spelling (default separators) rather than the source's declared one.
+    json_number: Column | None = None
 
     def stage(self, name: str, expr: Column, level: int = 0) -> Column:
         """``expr`` as a staged column when the judge stages this column, else itself."""
@@ -69,10 +74,15 @@ class Raw:
 
 @dataclass(frozen=True)
 class Typed:
-    """A contract column's typed value and its per-row problem (null when fine)."""
+    """A contract column's typed value and its per-row problem (null when fine).
+
+    As in the local reader, a row is bad exactly where ``present`` holds but the value is
+    null: rows are judged by that cheap test, and the reason text is only built for them.
+    """
 
     value: Column
     error: Column
+    present: Column | None = None  # set by ``coerce`` (None inside the coercions)
 
 
 def no_error() -> Column:
@@ -93,8 +103,8 @@ def non_blank(text: Column) -> Column:
 def float_text(value: Column) -> Column:
     """A float as Polars spells it: ``12.5``, ``100.0``, ``1e+16``, ``2.5e-7``, ``NaN``, ``inf``."""
     java = value.cast("string")  # Java's shortest digits: 12.5, 1.0E7, 2.5E-7, Infinity
-    plain = F.regexp_replace(java.try_cast(_FLOAT_DIGITS).cast("string"), r"0+$", "")
-    plain = F.when(plain.endswith("."), F.concat(plain, F.lit("0"))).otherwise(plain)
+    # Zeros after the first decimal trimmed: 100.0000 -> 100.0, 12.3400 -> 12.34.
+    plain = F.regexp_replace(java.try_cast(_FLOAT_DIGITS).cast("string"), r"(\.\d+?)0+$", "$1")
     mantissa = F.regexp_replace(F.regexp_replace(java, r"\.0E", "E"), r"E(\d)", "E+$1")
     scientific = F.replace(mantissa, F.lit("E"), F.lit("e"))
     size = F.abs(value)
@@ -114,10 +124,11 @@ def timestamp_text(value: Column, zoned: bool, fraction_digits: int = 6) -> Colu
 
 def judged_text(kind: str, target: pa.DataType) -> str | None:
     """Which text a raw kind needs staged for a target: "stripped" (strings headed for a
-    non-string type), "float" (floats headed for a decimal), or None."""
+    non-string type), "float" (floats judged or shown by their text), or None."""
     if kind == "string" and not pa.types.is_string(target):
         return "stripped"
-    if kind == "float" and pa.types.is_decimal(target):
+    if kind == "float" and (pa.types.is_integer(target) or pa.types.is_decimal(target)
+                            or pa.types.is_timestamp(target)):
         return "float"
     return None
 
@@ -125,7 +136,7 @@ def judged_text(kind: str, target: pa.DataType) -> str | None:
 def raw_text(raw: Raw) -> Column:
     """A raw value as text, spelled as Polars casts it (floats and timestamps its own way)."""
     if raw.kind == "float":
-        return float_text(raw.value)
+        return float_text(raw.value) if raw.text is None else raw.text
     if raw.kind == "timestamp":
         return timestamp_text(raw.value, raw.zoned, raw.fraction_digits)
     return raw.value.cast("string")
@@ -141,7 +152,7 @@ def typed_text(value: Column, kind: pa.DataType) -> Column:
 
 
 def shown(text: Column) -> Column:
-    """Text cut short for a reason message."""
+    """Text cut short for a reason message (its first 60 characters, then "...")."""
     return F.when(F.length(text) > _SHOWN_CHARS,
                   F.concat(F.substring(text, 1, _SHOWN_CHARS), F.lit("..."))).otherwise(text)
 
@@ -151,8 +162,45 @@ def value_reason(name: str, rule: str, text: Column) -> Column:
     return F.concat(F.lit(f"{name}: value '"), shown(text), F.lit(f"' {rule}"))
 
 
-def type_error(name: str, raw: Raw, expected: str) -> Typed:
+def value_reasons(name: str, text: Column, rules: Sequence[tuple[Column, Column | str]]
+                  ) -> Column:
+    """The reason of the first rule whose condition holds (null if none, or no text).
+
+    Every rule shares one ``<name>: value '<text>' `` prefix, so the text is shown once in
+    the generated code however many rules a coercion has.
+    """
+    rule: Column | None = None
+    for condition, words in rules:
+        said = F.lit(words) if isinstance(words, str) else words
+        rule = F.when(condition, said) if rule is None else rule.when(condition, said)
+    assert rule is not None
+    return F.concat(F.lit(f"{name}: value '"), shown(text), F.lit("' "), rule)
+
+
+def expected_form(target: pa.DataType, epoch: str | None = None) -> str:
+    """What a contract type takes, as a type error names it ("an integer", "a boolean"...)."""
+    if pa.types.is_integer(target):
+        return "an integer"
+    if pa.types.is_decimal(target):
+        return "a decimal number"
+    if pa.types.is_floating(target):
+        return "a number"
+    if pa.types.is_boolean(target):
+        return "a boolean"
+    if pa.types.is_date(target):
+        return "a date (YYYY-MM-DD)"
+    if pa.types.is_timestamp(target):
+        return f"epoch {epoch} (a number)" if epoch else f"an ISO-8601 timestamp {TIMESTAMP_FORMS}"
+    raise TypeError(f"contract type {target} takes values of every kind")
+
+
+def with_article(kind: str) -> str:
+    """``an integer``, ``a float``: a kind as a type error names it."""
+    return f"{'an' if kind[:1] in tuple('aeiou') else 'a'} {kind}"
+
+
+def type_error(name: str, raw: Raw, target: pa.DataType, epoch: str | None = None) -> Typed:
     """A value of a kind the target type does not take at all."""
-    article = "an" if raw.kind[:1] in tuple("aeiou") else "a"
-    reason = F.lit(f"{name}: got {article} {raw.kind} value, expected {expected}")
+    reason = F.lit(f"{name}: got {with_article(raw.kind)} value, expected "
+                   f"{expected_form(target, epoch)}")
     return Typed(F.lit(None), F.when(raw.value.isNotNull(), reason))

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from idem_assets.landing import DayBeforeFirstDayError, LandingFileError, day_signature, list_days
-from idem_assets.sources import Column, LandingSource
+from idem_assets.sources import Column, LandingSource, Rule
 from idem_assets_tests.landing.builders import parquet_bytes, put, read_day, reasons
 
 DAY = dt.date(2024, 3, 1)
@@ -304,3 +304,26 @@ def test_days_before_the_first_day_are_an_error_that_says_what_to_change(tmp_pat
         "are not partitions of its asset. Set first_day in the source's declaration to an "
         "earlier day to load them")
 
+
+
+def test_a_pattern_rule_with_braces_quarantines_with_its_pattern_in_the_reason(tmp_path):
+    rule = Rule(pattern="[A-Z]{2}-\\d{3}", severity="quarantine")
+    source = declared(Column(name="code", type="string", rules=(rule,)))
+    put(tmp_path, "feed/date=2024-03-01/a.csv", csv(
+        "id,day,code", "1,2024-03-01,AB-123", "2,2024-03-01,ab-123", "3,2024-03-01,AB-1234"))
+    batch = read_day(tmp_path, source.contract())
+    assert values(batch, "id") == [1]
+    assert reasons(batch) == [r"code: value 'ab-123' does not match [A-Z]{2}-\d{3}",
+                              r"code: value 'AB-1234' does not match [A-Z]{2}-\d{3}"]
+
+
+def test_typed_parquet_values_ignore_the_text_spelling_and_lists_become_json(tmp_path):
+    source = declared(Column(name="qty", type="int64"), Column(name="tags", type="string"),
+                      numbers={"decimal": ",", "thousands": "."})
+    table = pa.table({"id": [1, 2], "day": [DAY, DAY],
+                      "qty": pa.array([Decimal("12.00"), Decimal("3.00")], pa.decimal128(9, 2)),
+                      "tags": pa.array([["a", "b"], None], pa.list_(pa.string()))})
+    put(tmp_path, "feed/date=2024-03-01/a.parquet", parquet_bytes(table))
+    batch = read_day(tmp_path, source.contract())
+    assert values(batch, "qty") == [12, 3]
+    assert values(batch, "tags") == ['["a","b"]', None]

@@ -21,7 +21,6 @@ def spark() -> Iterator[SparkSession]:
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.driver.maxResultSize": DRIVER_RESULT_LIMIT,
-        "spark.sql.codegen.wholeStage.union.enabled": "false",
     })
     yield session
     session.stop()
