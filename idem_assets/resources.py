@@ -1,6 +1,7 @@
 """Resources: where the landing zone and the lake live. The one place env vars are read."""
 
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +81,24 @@ class LakeResource(dg.ConfigurableResource):
         Outside a Dagster run the fields may still hold ``dg.EnvVar`` objects; they are
         read here, and a missing one is named (never its value).
         """
+        return storage_option_values(self.s3, self.storage_options)
+
+
+def storage_option_values(*configs: object) -> dict[str, str]:
+    """delta-rs storage options from dagster-deltalake config objects and plain mappings.
+
+    Later configs override earlier ones. ``dg.EnvVar`` values are read here (outside a run
+    they are still unresolved); a missing one is named, never its value.
+    """
+    settings: dict[str, object] = {}
+    for config in configs:
+        if config is None:
+            continue
         # Not S3Config.str_dict(): str() of an unresolved dg.EnvVar raises by design.
-        settings = dict(self.s3) if self.s3 is not None else {}
-        settings.pop("provider", None)  # dagster-deltalake's tag, not a delta-rs option
-        settings.update(self.storage_options)
-        return {key: _env_value(key, value) for key, value in settings.items()
-                if value is not None}
+        values = dict(config)  # type: ignore[call-overload]
+        values.pop("provider", None)  # dagster-deltalake's tag, not a delta-rs option
+        settings.update(values)
+    return {key: _env_value(key, value) for key, value in settings.items() if value is not None}
 
 
 def _env_value(option: str, value: object) -> str:
@@ -102,6 +115,7 @@ def _env_value(option: str, value: object) -> str:
 
 STATE_URL_ENV = "IDEM_STATE_URL"
 DEFAULT_STATE_URL = "sqlite:///data/state/checkpoint.db"
+STATE_FOLDER = "_idem_state"
 
 
 class CheckpointResource(dg.ConfigurableResource):
@@ -127,6 +141,25 @@ class CheckpointResource(dg.ConfigurableResource):
     def open(self) -> CheckpointStore:
         """Open the store (use as a context manager; it closes its connection)."""
         return open_store(self.resolved_url)
+
+    @classmethod
+    def beside(cls, root_uri: str) -> "CheckpointResource":
+        """The store for tables under ``root_uri`` when none is configured.
+
+        ``IDEM_STATE_URL`` when set; else SQLite in ``<root>/_idem_state/`` for a local root
+        (Delta readers skip ``_``-prefixed folders), or, for object storage, SQLite in this
+        machine's cache folder (``~/.cache/idem_assets/<root hash>/``): fine for one
+        machine, while several machines need a shared PostgreSQL URL.
+        """
+        configured = dg.EnvVar(STATE_URL_ENV).get_value()
+        if configured:
+            return cls(url=configured)
+        local = root_uri.removeprefix("file://")
+        if "://" not in local:
+            return cls(url=f"sqlite:///{Path(local).resolve() / STATE_FOLDER / 'checkpoint.db'}")
+        digest = hashlib.sha256(root_uri.encode()).hexdigest()[:16]
+        folder = Path.home() / ".cache" / "idem_assets" / digest
+        return cls(url=f"sqlite:///{folder / 'checkpoint.db'}")
 
 
 NOTIFY_URL_ENV = "IDEM_NOTIFY_URL"

@@ -51,6 +51,12 @@ class WriteSpec(BaseModel):
     allow_empty: bool = Field(
         default=False, description="Replace only: accept an empty output as the new table."
     )
+    partition_expr: str | dict[str, str] | None = Field(
+        default=None,
+        description="dagster-deltalake's partition_expr: the column holding the asset's "
+        "partitions, or a mapping of dimension name to column for multi-partitions. "
+        "Overwrite replaces exactly the run's partitions of it.",
+    )
 
     @field_validator("natural_key", "prune_columns")
     @classmethod
@@ -64,6 +70,16 @@ class WriteSpec(BaseModel):
     def _identifier(cls, value: str | None) -> str | None:
         return _check_identifier(value) if value is not None else None
 
+    @field_validator("partition_expr")
+    @classmethod
+    def _partition_expr(cls, value: str | dict[str, str] | None) -> str | dict[str, str] | None:
+        if isinstance(value, dict):
+            for column in value.values():
+                _check_identifier(column)
+        elif value is not None:
+            _check_identifier(value)
+        return value
+
     @field_validator("table")
     @classmethod
     def _table(cls, value: str | None) -> str | None:
@@ -73,8 +89,8 @@ class WriteSpec(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> WriteSpec:
-        if self.strategy == "overwrite" and not self.partition_column:
-            raise ValueError("overwrite needs partition_column")
+        if self.strategy == "overwrite" and not (self.partition_column or self.partition_expr):
+            raise ValueError("overwrite needs partition_column (or partition_expr)")
         if self.strategy == "merge" and not self.natural_key:
             raise ValueError("merge needs natural_key")
         if self.dedupe and self.strategy != "append" and not self.natural_key:
@@ -93,17 +109,56 @@ class WriteSpec(BaseModel):
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any]) -> WriteSpec:
         """Parse the ``idem/*`` entries of asset metadata (raw or MetadataValue)."""
-        fields = {
-            key[len(PREFIX):]: getattr(value, "value", value)
-            for key, value in metadata.items()
-            if key.startswith(PREFIX) and key[len(PREFIX):] in cls.model_fields
-        }
+        fields = _idem_fields(metadata)
         if "strategy" not in fields:
             raise ValueError(
                 f"asset metadata has no {PREFIX}strategy: "
                 "declare it with WriteSpec(...).to_metadata()"
             )
         return cls.model_validate(fields)
+
+    @classmethod
+    def for_output(cls, metadata: Mapping[str, Any], partitioned: bool) -> WriteSpec:
+        """The spec of an output: its ``idem/*`` metadata, else what dagster-deltalake reads.
+
+        Without ``idem/strategy``, a partitioned output replaces exactly its partitions of
+        the ``partition_expr`` column(s), in one commit; an unpartitioned one replaces the
+        whole table atomically. ``idem/*`` entries (merge, keys, version, dedupe) refine it.
+        """
+        fields = _idem_fields(metadata)
+        expr = _plain_metadata(metadata.get("partition_expr"))
+        if expr is not None and "partition_expr" not in fields:
+            fields["partition_expr"] = expr
+        if "strategy" not in fields:
+            fields["strategy"] = "overwrite" if partitioned else "replace"
+            fields.setdefault("dedupe", bool(fields.get("natural_key")))
+            if not partitioned:
+                fields.setdefault("allow_empty", True)
+        if fields["strategy"] == "overwrite" and not (fields.get("partition_expr")
+                                                      or fields.get("partition_column")):
+            raise ValueError(
+                "the output has partitions, but no 'partition_expr' metadata value, so it is "
+                "not known which column holds them. Set it, e.g. "
+                '@asset(metadata={"partition_expr": "your_partition_column"})')
+        return cls.model_validate(fields)
+
+    @property
+    def partition_columns(self) -> str | dict[str, str] | None:
+        """The column(s) holding the Dagster partitions (overwrite), in partition_expr form."""
+        return self.partition_expr or self.partition_column
+
+
+def _plain_metadata(value: Any) -> Any:
+    value = getattr(value, "value", value)
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def _idem_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        key[len(PREFIX):]: _plain_metadata(value)
+        for key, value in metadata.items()
+        if key.startswith(PREFIX) and key[len(PREFIX):] in WriteSpec.model_fields
+    }
 
 
 def _check_identifier(name: str) -> str:

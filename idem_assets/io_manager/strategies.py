@@ -18,6 +18,7 @@ from idem_assets.lake import (
     Fingerprint,
     LakeTable,
     PendingFingerprint,
+    WriteOptions,
     WriteResult,
     count_row_differences,
     date_range,
@@ -25,7 +26,7 @@ from idem_assets.lake import (
     files_signature,
     fingerprint,
     merge_upsert,
-    overwrite_partitions,
+    overwrite_slice,
     overwrite_stream,
     plan_merge,
     read_rows,
@@ -108,13 +109,18 @@ def write(
     *,
     settled: SettledWrite | None = None,
     conditions: Sequence[Condition] = (),
+    partition_by: Sequence[str] = (),
+    options: Mapping[str, Any] | None = None,
 ) -> WriteResult:
     """Write a prepared batch with the spec's strategy; no-op when nothing changed.
 
-    With ``settled`` (the window's last settled write), a batch with the same
-    fingerprint over a slice whose files have not changed since is a proven no-op,
-    decided from table metadata without reading any data.
+    An overwrite replaces exactly ``conditions`` (laid out by ``partition_by`` when it
+    creates the table), or else the spec's days of ``window``. With ``settled`` (the
+    slice's last settled write), a batch with the same fingerprint over a slice whose files
+    have not changed since is a proven no-op, decided from table metadata without reading
+    any data. ``options`` are ``WriteOptions`` fields.
     """
+    write_options = WriteOptions(**dict(options or {}))
     if settled is not None:
         table = target.open()
         batch_fp = batch.fingerprint
@@ -123,10 +129,14 @@ def write(
             return WriteResult(spec.strategy, target.uri, table.version(), False, 0, batch_fp,
                                details={"proven_by": "checkpoint", "record": settled.record_id})
     if spec.strategy == "overwrite":
-        start, end = _require_window(spec, window)
-        return overwrite_partitions(
-            target, batch.rows, spec.partition_column or "", start, end,
+        if not conditions:
+            start, end = _require_window(spec, window)
+            conditions = [date_range(spec.partition_column or "", start, end)]
+            partition_by = [spec.partition_column or ""]
+        return overwrite_slice(
+            target, batch.rows, conditions, partition_by=partition_by,
             commit_metadata=commit_metadata, known_fingerprint=batch.fingerprint_job,
+            options=write_options,
         )
     if spec.strategy == "merge":
         return merge_upsert(
@@ -143,13 +153,24 @@ def write(
     if spec.strategy == "replace":
         return replace_table(
             target, batch.rows, commit_metadata=commit_metadata, allow_empty=spec.allow_empty,
-            known_fingerprint=batch.fingerprint,
+            known_fingerprint=batch.fingerprint, options=write_options,
         )
     raise ValueError(f"strategy {spec.strategy!r} is written by its own asset, not the IO manager")
 
 
+def streamable(spec: WriteSpec, window: Window) -> bool:
+    """Whether a record-batch stream can be written as it arrives, in flat memory.
+
+    An overwrite of date partitions without deduplication can; anything else needs the
+    whole batch (to deduplicate, merge, or compare) and reads the stream first.
+    """
+    return (spec.strategy == "overwrite" and window.partitioned
+            and spec.partition_column is not None and not spec.partition_expr
+            and not (spec.dedupe and spec.natural_key))
+
+
 def require_streamable(spec: WriteSpec) -> None:
-    """Refuse, before anything is claimed, a stream the spec's strategy cannot write."""
+    """Refuse a stream the spec's strategy cannot write as it arrives."""
     if spec.strategy != "overwrite":
         raise ValueError(
             "a record-batch stream can be written by the 'overwrite' strategy "

@@ -24,7 +24,7 @@ from deltalake import DeltaTable
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, open_store
 from idem_assets.io_manager.window import Window
-from idem_assets.lake.predicates import Condition, Range
+from idem_assets.lake.predicates import Condition, In, Range
 
 LEASE_TOKEN_KEY = "idem.lease_token"
 RECORD_KEY = "idem.record"
@@ -51,26 +51,51 @@ class SettledWrite:
     input_hashes: Mapping[str, Any] = field(default_factory=dict)
 
 
+def _kind(value: object) -> str:
+    if isinstance(value, dt.datetime):
+        return "timestamp"
+    if isinstance(value, dt.date):
+        return "date"
+    return "text" if isinstance(value, str) else "int"
+
+
+_PARSE: dict[str, Any] = {"date": dt.date.fromisoformat, "int": int, "text": str,
+                          "timestamp": dt.datetime.fromisoformat}
+
+
 def encode_conditions(conditions: Sequence[Condition]) -> list[dict[str, Any]]:
-    """JSON form of slice conditions (typed bounds: dates or ints)."""
-    encoded = []
+    """JSON form of slice conditions (typed bounds and values: dates, datetimes, ints, text)."""
+    encoded: list[dict[str, Any]] = []
     for c in conditions:
-        if not isinstance(c, Range):
-            raise TypeError(f"only ranges describe a write slice, got {c!r}")
-        kind = "date" if isinstance(c.start, dt.date) else "int"
-        encoded.append({"column": c.column, "type": kind, "inclusive": c.inclusive,
-                        "start": str(c.start), "end": str(c.end)})
+        if isinstance(c, In):
+            encoded.append({"column": c.column, "type": _kind(c.values[0]), "in": True,
+                            "values": [v.isoformat() if isinstance(v, dt.date) else v
+                                       for v in c.values]})
+        elif isinstance(c, Range):
+            encoded.append({"column": c.column, "type": _kind(c.start), "inclusive": c.inclusive,
+                            "start": _text(c.start), "end": _text(c.end),
+                            "wall_clock": c.wall_clock})
+        else:
+            raise TypeError(f"only ranges and value sets describe a write slice, got {c!r}")
     return encoded
 
 
+def _text(value: object) -> str:
+    return value.isoformat() if isinstance(value, dt.date) else str(value)
+
+
 def decode_conditions(encoded: Sequence[Mapping[str, Any]]) -> tuple[Condition, ...]:
-    """Slice conditions back from their JSON form (validated again by Range)."""
-    parse = {"date": dt.date.fromisoformat, "int": int}
-    return tuple(
-        Range(str(c["column"]), parse[c["type"]](c["start"]), parse[c["type"]](c["end"]),
-              inclusive=bool(c["inclusive"]))
-        for c in encoded
-    )
+    """Slice conditions back from their JSON form (validated again by Range and In)."""
+    out: list[Condition] = []
+    for c in encoded:
+        parse = _PARSE[c["type"]]
+        if c.get("in"):
+            out.append(In(str(c["column"]), tuple(parse(v) for v in c["values"])))
+        else:
+            out.append(Range(str(c["column"]), parse(c["start"]), parse(c["end"]),
+                             inclusive=bool(c["inclusive"]),
+                             wall_clock=bool(c.get("wall_clock", False))))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,16 @@ from idem_assets.lake.overwrite import (
     overwrite_slice,
     overwrite_stream,
 )
-from idem_assets.lake.predicates import OneOf, Range, UnsafePredicateError, date_range
+from idem_assets.lake.predicates import In, OneOf, Range, UnsafePredicateError, date_range
 from idem_assets.lake.replace import replace_table
 from idem_assets.lake.result import WriteResult
-from idem_assets.lake.tables import LakeTable, files_signature, read_rows
+from idem_assets.lake.tables import (
+    LakeTable,
+    SchemaMismatchError,
+    WriteOptions,
+    files_signature,
+    read_rows,
+)
 
 __all__ = [
     "DedupeResult",
@@ -28,7 +34,10 @@ __all__ = [
     "FingerprintAccumulator",
     "PendingFingerprint",
     "LakeTable",
+    "SchemaMismatchError",
+    "WriteOptions",
     "MergePlan",
+    "In",
     "OneOf",
     "PartitionMismatchError",
     "Range",

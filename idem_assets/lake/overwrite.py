@@ -18,7 +18,7 @@ from idem_assets.lake.fingerprint import (
     resolve,
 )
 from idem_assets.lake.frames import FrameLike, conform, nullable, to_arrow
-from idem_assets.lake.predicates import Condition, OneOf, conjunction, date_range
+from idem_assets.lake.predicates import Condition, In, OneOf, conjunction, date_range
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.staging import (
     commit_overwrite,
@@ -28,7 +28,10 @@ from idem_assets.lake.staging import (
     stage_batches,
 )
 from idem_assets.lake.tables import (
+    DEFAULT_OPTIONS,
     LakeTable,
+    WriteOptions,
+    check_columns,
     commit_properties,
     files_signature,
     read_rows,
@@ -50,12 +53,13 @@ def check_within(table: pa.Table, conditions: Sequence[Condition]) -> None:
         if isinstance(condition, OneOf):
             inside = pc.equal(values, pa.scalar(condition.value))
             expected = f"= {condition.value!r}"
+        elif isinstance(condition, In):
+            inside = pc.is_in(values, value_set=pa.array(list(condition.values), values.type))
+            expected = f"in {list(condition.values)!r}"
         else:
             upper = pc.less_equal if condition.inclusive else pc.less
-            inside = pc.and_(
-                pc.greater_equal(values, pa.scalar(condition.start)),
-                upper(values, pa.scalar(condition.end)),
-            )
+            start, end = condition.bounds(values.type)
+            inside = pc.and_(pc.greater_equal(values, start), upper(values, end))
             bracket = "]" if condition.inclusive else ")"
             expected = f"in [{condition.start}, {condition.end}{bracket}"
         outside = pc.invert(pc.fill_null(inside, False))
@@ -78,6 +82,7 @@ def overwrite_slice(
     commit_metadata: Mapping[str, Any] | None = None,
     skip_unchanged: bool = True,
     known_fingerprint: Fingerprint | PendingFingerprint | None = None,
+    options: WriteOptions = DEFAULT_OPTIONS,
 ) -> WriteResult:
     """Make the rows matching ``conditions`` be exactly ``data``, in one commit.
 
@@ -109,21 +114,32 @@ def overwrite_slice(
                 partition_by=list(partition_by) or None,
                 storage_options=target.options(),
                 commit_properties=properties,
+                configuration=options.configuration(),
+                writer_properties=options.writer(),
             )
             version = 0
         else:
+            check_columns(rows, table, options)
             empty = files_signature(table, conditions).startswith("0:")
+            if skip_unchanged and empty and rows.num_rows == 0:
+                # Nothing stored there and nothing to store: already the wanted state.
+                return WriteResult(STRATEGY, target.uri, table.version(), False, 0,
+                                   resolve(pending), attempts=number + 1)
             if skip_unchanged and not empty and (
                 fingerprint(read_rows(table, ranges=conditions)) == resolve(pending)
             ):
                 return WriteResult(STRATEGY, target.uri, table.version(), False, 0,
                                    resolve(pending), attempts=number + 1)
+            evolve = options.evolve_schema and set(rows.column_names) - set(
+                table_schema(table).names)
             write_deltalake(
                 table,
-                conform(rows, table_schema(table)),
+                rows if evolve else conform(rows, table_schema(table)),
                 mode="overwrite",
                 predicate=predicate,
                 commit_properties=properties,
+                writer_properties=options.writer(),
+                schema_mode="merge" if evolve else None,
             )
             version = table.version()
         return WriteResult(

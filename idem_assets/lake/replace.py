@@ -11,7 +11,15 @@ from deltalake import write_deltalake
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import WriteResult
-from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, with_commit_retries
+from idem_assets.lake.tables import (
+    DEFAULT_OPTIONS,
+    LakeTable,
+    WriteOptions,
+    check_columns,
+    commit_properties,
+    read_rows,
+    with_commit_retries,
+)
 
 STRATEGY = "replace"
 
@@ -24,6 +32,7 @@ def replace_table(
     commit_metadata: Mapping[str, Any] | None = None,
     allow_empty: bool = False,
     known_fingerprint: Fingerprint | None = None,
+    options: WriteOptions = DEFAULT_OPTIONS,
 ) -> WriteResult:
     """Make the table hold exactly ``data`` in one commit; readers never see it empty.
 
@@ -48,11 +57,13 @@ def replace_table(
                                attempts=number + 1)
         if table is None:
             write_deltalake(target.uri, rows, mode="error", storage_options=target.options(),
-                            commit_properties=properties)
+                            commit_properties=properties, configuration=options.configuration(),
+                            writer_properties=options.writer())
             version = 0
         else:
+            check_columns(rows, table, options, exact=True)
             write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite",
-                            commit_properties=properties)
+                            commit_properties=properties, writer_properties=options.writer())
             version = table.version()
         return WriteResult(STRATEGY, target.uri, version, True, rows.num_rows, new_fp,
                            rows_inserted=rows.num_rows, attempts=number + 1)

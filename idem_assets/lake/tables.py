@@ -13,10 +13,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from idem_assets.lake.predicates import Condition, OneOf, conjunction
+from idem_assets.lake.predicates import Condition, In, OneOf, conjunction
 
 T = TypeVar("T")
 StorageOptions = Mapping[str, str] | None
@@ -120,6 +120,52 @@ def _matching(reader: Any, keys: tuple[str, pa.Array]) -> Iterator[pa.RecordBatc
     yield from flush()
 
 
+@dataclass(frozen=True)
+class WriteOptions:
+    """How files are written and tables created, beyond what is written."""
+
+    # Delta table configuration set when a write creates the table.
+    table_config: Mapping[str, str] | None = None
+    # Parquet writer properties (delta-rs ``WriterProperties`` keyword arguments).
+    writer_properties: Mapping[str, Any] | None = None
+    # Accept an output whose columns differ from the table's (replace: the output's schema
+    # wins; partition overwrite: new columns are added).
+    evolve_schema: bool = False
+
+    def writer(self) -> WriterProperties | None:
+        """The delta-rs writer properties, if any were given."""
+        return WriterProperties(**dict(self.writer_properties)) if self.writer_properties else None
+
+    def configuration(self) -> dict[str, str] | None:
+        """Table configuration for a table-creating write."""
+        return dict(self.table_config) if self.table_config else None
+
+
+DEFAULT_OPTIONS = WriteOptions()
+
+
+class SchemaMismatchError(ValueError):
+    """Data whose columns are not the table's; the message names them and the way out."""
+
+
+def check_columns(rows: pa.Table, table: DeltaTable, options: WriteOptions, *,
+                  exact: bool = False) -> None:
+    """Refuse columns the table lacks (and, ``exact``, lacking the table's), unless the
+    schema may evolve: a column is never dropped or added silently."""
+    if options.evolve_schema:
+        return
+    stored = set(table_schema(table).names)
+    extra = [name for name in rows.column_names if name not in stored]
+    missing = sorted(stored - set(rows.column_names)) if exact else []
+    if extra or missing:
+        problems = ([f"column(s) {', '.join(extra)} that the table does not have"] if extra
+                    else []) + ([f"no column(s) {', '.join(missing)}"] if missing else [])
+        raise SchemaMismatchError(
+            f"the output has {' and '.join(problems)} (table columns: "
+            f"{', '.join(sorted(stored))}); nothing was written. Set overwrite_schema=True "
+            "(IO manager) to change the table's columns, or match them in the output")
+
+
 def is_conflict(error: BaseException) -> bool:
     """Whether a delta-rs error means another writer committed first."""
     if isinstance(error, CommitFailedError):
@@ -202,9 +248,13 @@ def _may_match(actions: pa.Table, condition: Condition) -> pa.ChunkedArray:
     if isinstance(condition, OneOf):
         value = pa.scalar(condition.value)
         may = pc.and_(pc.less_equal(low, value), pc.greater_equal(high, value))
+    elif isinstance(condition, In):
+        may = pa.chunked_array([np.zeros(actions.num_rows, dtype=bool)])
+        for item in condition.values:
+            value = pa.scalar(item, type=low.type)
+            may = pc.or_(may, pc.and_(pc.less_equal(low, value), pc.greater_equal(high, value)))
     else:
         below_end = pc.less_equal if condition.inclusive else pc.less
-        start = pa.scalar(condition.start, type=low.type)
-        end = pa.scalar(condition.end, type=low.type)
+        start, end = condition.bounds(low.type)
         may = pc.and_(pc.greater_equal(high, start), below_end(low, end))
     return pc.fill_null(may, True)

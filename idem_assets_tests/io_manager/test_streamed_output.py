@@ -69,21 +69,23 @@ def test_a_stream_with_a_row_of_another_day_fails_and_writes_nothing(tmp_path):
     assert lake.table("big_orders").open() is None
 
 
-@pytest.mark.parametrize("spec, problem", [
-    (WriteSpec(strategy="overwrite", partition_column="order_date", natural_key=("order_id",),
-               dedupe=True), "cannot be deduplicated"),
-    (WriteSpec(strategy="merge", natural_key=("order_id",), version_column="updated_at"),
-     "'overwrite' strategy only"),
+@pytest.mark.parametrize("spec", [
+    WriteSpec(strategy="overwrite", partition_column="order_date", natural_key=("order_id",),
+              dedupe=True),
+    WriteSpec(strategy="merge", natural_key=("order_id",), version_column="updated_at"),
 ])
-def test_a_stream_the_spec_cannot_write_is_refused_before_anything_happens(tmp_path, spec,
-                                                                          problem):
-    result, lake, checkpoint = _materialize(tmp_path, _asset(spec, _rows(5)),
-                                            raise_on_error=False)
-    assert not result.success
-    assert problem in result.failure_data_for_node("big_orders").error.cause.message
-    assert lake.table("big_orders").open() is None
+def test_a_stream_that_needs_the_whole_batch_is_read_first_and_written_as_a_table(tmp_path,
+                                                                                 spec):
+    rows = pa.concat_tables([_rows(5), _rows(5)])  # every order twice
+    result, lake, checkpoint = _materialize(tmp_path, _asset(spec, rows))
+    md = _metadata(result)
+    assert md["streamed"] is False and md["committed"] is True
+    assert md["duplicates_dropped"] == 5 and md["dagster/row_count"] == 5
+    stored = read_rows(lake.table("big_orders").open())
+    assert sorted(stored.column("order_id").to_pylist()) == sorted(
+        _rows(5).column("order_id").to_pylist())
     with open_store(checkpoint.resolved_url) as store:
-        assert store.list("lake/big_orders") == []
+        assert [r.status for r in store.list("lake/big_orders")] == [Status.SUCCEEDED]
 
 
 def test_rerun_of_an_unchanged_stream_is_proven_by_the_checkpoint_and_commits_nothing(tmp_path):

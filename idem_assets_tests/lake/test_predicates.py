@@ -43,7 +43,8 @@ def test_naive_datetime_is_refused_and_aware_one_is_utc():
     with pytest.raises(UnsafePredicateError):
         literal(dt.datetime(2024, 3, 1))
     aware = dt.datetime(2024, 3, 1, 2, tzinfo=dt.timezone(dt.timedelta(hours=2)))
-    assert literal(aware) == "TIMESTAMP '2024-03-01T00:00:00.000000Z'"
+    assert literal(aware) == "'2024-03-01T00:00:00.000000Z'"
+    assert literal(aware, wall_clock=True) == "'2024-03-01T02:00:00.000000'"
 
 
 def test_empty_or_mixed_ranges_are_refused():
