@@ -1,3 +1,45 @@
-"""Idempotent daily assets on Dagster and Delta Lake."""
+"""Idempotent daily assets on Dagster and Delta Lake.
+
+The names a user imports are here, loaded on first use, so that importing a Dagster-free
+layer (``idem_assets.lake``, ``idem_assets.landing``, ...) never imports Dagster::
+
+    from idem_assets import IdempotentDeltaIOManager, LandingSource, WriteSpec
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "IdempotentDeltaIOManager": "idem_assets.io_manager",
+    "TableOutput": "idem_assets.io_manager",
+    "WriteSpec": "idem_assets.io_manager.spec",
+    "LandingSource": "idem_assets.sources",
+    "Column": "idem_assets.sources",
+    "Rule": "idem_assets.sources",
+    "load_source": "idem_assets.sources",
+    "LandingSourceComponent": "idem_assets.lib",
+    "LakeAssetDef": "idem_assets.lib",
+    "lake_asset": "idem_assets.lib",
+    "lake_asset_checks": "idem_assets.lib.checks",
+    "source_definitions": "idem_assets.lib",
+    "default_resources": "idem_assets.lib",
+    "CheckpointResource": "idem_assets.resources",
+    "LakeResource": "idem_assets.resources",
+    "open_store": "idem_assets.checkpoint",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported from their modules when first asked for."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'idem_assets' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -168,6 +168,9 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         description="dagster-deltalake's write mode; only overwrite (replace exactly the "
         "output's partitions, or its table) keeps a rerun from changing anything.",
     )
+    writer_engine: str = Field(
+        default="rust", description="Accepted for dagster-deltalake compatibility: deltalake "
+        "1.x writes with its Rust engine whatever this says.")
     overwrite_schema: bool = Field(
         default=False, description="Let an output change its table's columns (a replace "
         "overwrites the schema; a partition overwrite adds new columns).")
@@ -232,8 +235,12 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         root = self._root()
         return CheckpointResource.beside(root) if root is not None else CheckpointResource()
 
-    def _commit_extras(self) -> dict[str, str]:
-        return dict(self.custom_metadata or {})
+    def _commit_extras(self, context: dg.OutputContext) -> dict[str, str]:
+        """The configured commit metadata, overridden by the output's ``custom_metadata``."""
+        metadata = context.definition_metadata or {}
+        own = getattr(metadata.get("custom_metadata"), "value", metadata.get("custom_metadata"))
+        return {**(self.custom_metadata or {}), **({str(k): str(v) for k, v in own.items()}
+                                                   if isinstance(own, dict) else {})}
 
     # --- writing ------------------------------------------------------------------------
 
@@ -245,8 +252,9 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         if output.rows is not None and not is_spark_frame(output.rows) \
                 and not is_writable(output.rows):
             raise unsupported(type(output.rows))
-        spec = WriteSpec.for_output(context.definition_metadata or {},
-                                    context.has_asset_partitions)
+        metadata = context.definition_metadata or {}
+        self._mode(getattr(metadata.get("mode"), "value", metadata.get("mode")) or "overwrite")
+        spec = WriteSpec.for_output(metadata, context.has_asset_partitions)
         target, name = self._table(context, spec)
         started = time.perf_counter()
         checkpoint = self._checkpoint()
@@ -301,7 +309,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         claim = log.begin({"window": covered.label})
         settled = log.last_settled()
         crash_point(f"lake.before_write/{name}")
-        commit_metadata = {**self._commit_extras(), "idem.asset": name,
+        commit_metadata = {**self._commit_extras(context), "idem.asset": name,
                            "idem.window": covered.label, "idem.run_id": context.run_id,
                            **log.commit_metadata(claim)}
         try:

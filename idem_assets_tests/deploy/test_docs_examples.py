@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("docs/library.md", "docs/deployment.md")
+DOCS = ("docs/library.md", "docs/deployment.md", "docs/migrating.md")
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 

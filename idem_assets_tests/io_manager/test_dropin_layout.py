@@ -6,6 +6,8 @@ new Delta version, plus pandas and polars in and out.
 """
 
 
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
 import polars as pl
@@ -15,6 +17,7 @@ from dagster_deltalake import DeltaLakePyarrowIOManager, LocalConfig
 from deltalake import DeltaTable
 
 from idem_assets.io_manager import IdempotentDeltaIOManager
+from idem_assets.resources import CheckpointResource
 from idem_assets_tests.io_manager.dropin import committed, manager, rows, version
 
 
@@ -191,11 +194,47 @@ def test_modes_other_than_overwrite_are_refused_with_the_reason(tmp_path):
         IdempotentDeltaIOManager(root_uri=str(tmp_path), storage_options=LocalConfig(),
                                  mode="append")
 
+    @dg.op(out=dg.Out(metadata={"schema": "a_df", "mode": "append"}))
+    def appends() -> pa.Table:
+        return pa.table({"a": [1]})
+
+    job = dg.GraphDefinition(name="appending", node_defs=[appends]).to_job(
+        resource_defs={"io_manager": manager(tmp_path)})
+    result = job.execute_in_process(raise_on_error=False)
+    assert "mode 'append' is not idempotent" in str(
+        result.failure_data_for_node("appends").error.cause.message)
+
+
+def test_output_custom_metadata_and_writer_properties(tmp_path):
+    @dg.op(out=dg.Out(metadata={"schema": "a_df", "custom_metadata": {"userName": "Jo"}}))
+    def tagged() -> pa.Table:
+        return pa.table({"a": [1, 2, 3]})
+
+    job = dg.GraphDefinition(name="tagging", node_defs=[tagged]).to_job(resource_defs={
+        "io_manager": manager(tmp_path, custom_metadata={"team": "finance"},
+                              writer_properties={"compression": "ZSTD"})})
+    assert job.execute_in_process().success
+    stored = DeltaTable(str(tmp_path / "a_df/result"))
+    last = stored.history(1)[0]
+    assert last["userName"] == "Jo" and last["team"] == "finance"
+    [path] = stored.get_add_actions().column("path").to_pylist()
+    assert path.endswith(".zstd.parquet")
+
+
+def test_dagster_deltalake_settings_are_accepted(tmp_path):
+    configured = manager(tmp_path, writer_engine="pyarrow", schema="s", client_options=None)
+    assert dg.materialize([b_df], resources={"io_manager": configured}).success
+    assert rows(tmp_path, "s/b_df", "a") == [1, 2, 3]
+
 
 def test_write_records_default_to_sqlite_beside_a_local_root(tmp_path, monkeypatch):
     monkeypatch.delenv("IDEM_STATE_URL", raising=False)
     assert dg.materialize([b_df], resources={"io_manager": manager(tmp_path)}).success
     assert (tmp_path / "_idem_state" / "checkpoint.db").is_file()
+    remote = CheckpointResource.beside("s3://bucket/lake").resolved_url
+    assert remote.startswith(f"sqlite:///{Path.home() / '.cache' / 'idem_assets'}/")
+    monkeypatch.setenv("IDEM_STATE_URL", f"sqlite:///{tmp_path / 'chosen.db'}")
+    assert CheckpointResource.beside(str(tmp_path)).resolved_url.endswith("chosen.db")
 
 
 def test_commit_metadata_table_config_and_a_changed_schema(tmp_path):
