@@ -285,7 +285,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         metadata.setdefault("dagster/table_name", name.replace("/", "."))
         context.add_output_metadata(metadata)
         context.log.info(
-            f"{spec.strategy} {target.uri} {covered.label}: "
+            f"{spec.strategy} {target.uri} {covered.display}: "
             + (f"committed version {metadata['delta_version']}" if metadata["committed"]
                else f"unchanged, no commit (version {metadata['delta_version']}, proven by "
                     f"{metadata['no_op_proof']})")
@@ -306,11 +306,11 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             stream = False
         # Bookkeeping first: once the batch is prepared its fingerprint is being hashed on
         # another thread, and the write should start without waiting for the checkpoint.
-        claim = log.begin({"window": covered.label})
+        claim = log.begin({"window": covered.display})
         settled = log.last_settled()
         crash_point(f"lake.before_write/{name}")
         commit_metadata = {**self._commit_extras(context), "idem.asset": name,
-                           "idem.window": covered.label, "idem.run_id": context.run_id,
+                           "idem.window": covered.display, "idem.run_id": context.run_id,
                            **log.commit_metadata(claim)}
         try:
             batch = None if spark or stream else prepare(spec, output.rows)
@@ -348,12 +348,15 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                             "conditions": encode_conditions(conditions),
                             "duplicates_dropped": int(metadata_duplicates)})
         if spark:
-            metadata = spark_metadata(spec, outcome, covered.label)
+            metadata = spark_metadata(spec, outcome, covered.display)
         else:
-            metadata = write_metadata(spec, batch, result, covered.label)
-            if batch is not None:
-                metadata["dagster/column_schema"] = dg.TableSchema(columns=[
-                    dg.TableColumn(name=f.name, type=str(f.type)) for f in batch.rows.schema])
+            metadata = write_metadata(spec, batch, result, covered.display)
+            declared = "dagster/column_schema" in (context.definition_metadata or {})
+            if batch is not None and not declared:
+                # What dagster-deltalake shows: the columns written (when not declared).
+                metadata["dagster/column_schema"] = dg.MetadataValue.table_schema(
+                    dg.TableSchema(columns=[dg.TableColumn(name=f.name, type=str(f.type))
+                                            for f in batch.rows.schema]))
         if output.input_signature:
             metadata["input_signature"] = output.input_signature
         return metadata
@@ -379,10 +382,10 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         if (settled is None or table is None or settled.input_signature != output.input_signature
                 or files_signature(table, settled.conditions) != settled.files):
             raise StaleSkipError(
-                f"{target.uri} {covered.label} changed after the asset found its inputs "
+                f"{target.uri} {covered.display} changed after the asset found its inputs "
                 "unchanged; rerun the partition to recompute it"
             )
-        claim = log.begin({"fingerprint": settled.fingerprint, "window": covered.label})
+        claim = log.begin({"fingerprint": settled.fingerprint, "window": covered.display})
         log.succeed(claim, {"fingerprint": settled.fingerprint, "files": settled.files,
                             "version": table.version(), "committed": False,
                             "rows": settled.rows, "input_signature": settled.input_signature,
@@ -392,7 +395,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         return {
             "strategy": spec.strategy,
             "table_uri": dg.MetadataValue.path(target.uri),
-            "partition_range": covered.label,
+            "partition_range": covered.display,
             "delta_version": table.version(),
             "committed": False,
             "fingerprint": settled.fingerprint,

@@ -43,6 +43,13 @@ class PartitionSlice:
     window: Window = Window()  # the UTC-day window, when the slice is whole UTC days
     empty: bool = False  # a mapped input whose upstream partitions do not exist
 
+    @property
+    def display(self) -> str:
+        """The slice for people: ``[start, end)`` for days, the label otherwise."""
+        if self.window.partitioned:
+            return self.window.label()
+        return "whole table" if self.label == "all" else self.label
+
     @classmethod
     def whole_table(cls) -> PartitionSlice:
         """No partitions: the whole table."""
