@@ -262,3 +262,22 @@ def test_a_window_mapping_loads_exactly_the_mapped_days(tmp_path):
     result = dg.materialize([daily_partitioned, three_days], partition_key="2022-01-03",
                             selection=[three_days], resources={"io_manager": manager(tmp_path)})
     assert result.success
+
+
+def test_several_static_keys_in_one_run_are_one_commit(tmp_path):
+    @dg.asset(partitions_def=COLORS, key_prefix=["my_schema"], name="static_partitioned",
+              metadata={"partition_expr": "color"},
+              backfill_policy=dg.BackfillPolicy.single_run())
+    def both(context: dg.AssetExecutionContext) -> pa.Table:
+        keys = context.partition_keys
+        return pa.table({"color": [k for k in keys for _ in "ab"], "a": ["x"] * 2 * len(keys)})
+
+    tags = {"dagster/asset_partition_range_start": "red",
+            "dagster/asset_partition_range_end": "yellow"}
+    resources = {"io_manager": manager(tmp_path)}
+    assert dg.materialize([both], resources=resources, tags=tags).success
+    path = "my_schema/static_partitioned"
+    assert rows(tmp_path, path, "color") == ["red", "red", "yellow", "yellow"]
+    assert version(tmp_path, path) == 0
+    again = dg.materialize([both], resources=resources, tags=tags)
+    assert set(committed(again)) == {False} and version(tmp_path, path) == 0
