@@ -39,6 +39,20 @@ ORDERS_DAY_SCHEMA = pa.schema([
 
 def orders_day(scale: float = 1.0, day: dt.date = DAY) -> pa.Table:
     """TPC-H orders of a scale factor as ONE day of the orders table (1.5M rows at SF1)."""
+    return _orders(scale, pl.lit(day))
+
+
+def orders_days(scale: float = 1.0, days: int = 7, start: dt.date = DAY) -> pa.Table:
+    """The same TPC-H orders spread over ``days`` days from ``start`` by their o_orderdate.
+
+    An order's day is ``start`` plus its o_orderdate's day number modulo ``days``: every
+    order is kept and the days come out the same size (~214k rows each for 7 days at SF1).
+    """
+    offset = (pl.col("o_orderdate") - pl.lit(dt.date(1992, 1, 1))).dt.total_days() % days
+    return _orders(scale, pl.lit(start) + pl.duration(days=offset))
+
+
+def _orders(scale: float, order_date: pl.Expr) -> pa.Table:
     raw = pl.read_parquet(tpch("orders", scale))
     frame = raw.select(
         pl.col("o_orderkey").cast(pl.Int64).alias("order_id"),
@@ -48,7 +62,7 @@ def orders_day(scale: float = 1.0, day: dt.date = DAY) -> pa.Table:
         pl.col("o_orderpriority").cast(pl.String).alias("priority"),
         pl.col("o_clerk").cast(pl.String).alias("clerk"),
         pl.col("o_comment").cast(pl.String).alias("comment"),
-        pl.lit(day).alias("order_date"),
+        order_date.cast(pl.Date).alias("order_date"),
         (pl.lit(dt.datetime(2024, 3, 1)).dt.replace_time_zone("UTC")
          + pl.duration(milliseconds=pl.col("o_orderkey") % 86_400_000)).alias("updated_at"),
     )
@@ -61,6 +75,15 @@ def orders_day_file(scale: float = 1.0) -> Path:
     if not path.exists():
         DATA_DIR.mkdir(parents=True, exist_ok=True)
         pq.write_table(orders_day(scale), path)
+    return path
+
+
+def orders_days_file(scale: float = 1.0, days: int = 7) -> Path:
+    """``orders_days`` written once to Parquet."""
+    path = DATA_DIR / f"orders-{days}days-sf{scale:g}.parquet"
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        pq.write_table(orders_days(scale, days), path)
     return path
 
 

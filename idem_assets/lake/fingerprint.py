@@ -27,7 +27,7 @@ from idem_assets.lake.frames import FrameLike, to_arrow, to_polars
 
 ALGORITHM = "v2"
 _SEEDS = (0, 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF)
-_SLICE_ROWS = 262_144
+_SLICE_ROWS = 524_288
 _MIN_CHUNK_ROWS = 16_384
 _HASHING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="idem-fingerprint")
 
@@ -104,8 +104,10 @@ class FingerprintAccumulator:
 def fingerprint(data: FrameLike) -> Fingerprint:
     """Fingerprint of a frame's content, independent of row order and layout.
 
-    Large frames are hashed in slices: the sums are additive, and slices keep the working
-    set small (a third faster and ~130 MB less peak memory on a 1.5M-row day).
+    Large frames are hashed in slices of ``_SLICE_ROWS`` rows: the sums are additive, and
+    slices bound the working set (on a 1.5M-row day of TPC-H orders: +63 MiB peak instead of
+    +140 MiB for the whole frame at once). A slice spans Arrow chunks; hashing each chunk
+    alone costs a fixed ~1 ms per call, a third of the time for 125k-row chunks.
     """
     acc = FingerprintAccumulator()
     if isinstance(data, pl.DataFrame):
@@ -116,9 +118,8 @@ def fingerprint(data: FrameLike) -> Fingerprint:
     chunks = max((c.num_chunks for c in table.columns), default=1)
     if table.num_rows < _MIN_CHUNK_ROWS * chunks:
         table = table.combine_chunks()  # many tiny chunks: one pass over fewer, larger ones
-    batches = table.to_batches(max_chunksize=_SLICE_ROWS)
-    for batch in batches or [table]:
-        acc.add(batch)
+    for offset in range(0, max(table.num_rows, 1), _SLICE_ROWS):
+        acc.add(table.slice(offset, _SLICE_ROWS))
     return acc.result()
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from idem_assets.lake.fingerprint import Fingerprint, fingerprint
+from idem_assets.lake.fingerprint import Fingerprint, PendingFingerprint, fingerprint, resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import (
@@ -47,13 +47,14 @@ def replace_table(
             f"refusing to replace {target.uri} with an empty table; pass allow_empty=True "
             "if the source really is empty"
         )
-    new_fp = known_fingerprint or fingerprint(rows)
-    properties = commit_properties({**(commit_metadata or {}), "idem.fingerprint": str(new_fp)})
+    # Hashed beside the write: a new table needs the fingerprint only after its commit.
+    pending = known_fingerprint or PendingFingerprint(rows)
+    properties = commit_properties(dict(commit_metadata or {}))
 
     def attempt(number: int) -> WriteResult:
         table = target.open()
-        if table is not None and fingerprint(read_rows(table)) == new_fp:
-            return WriteResult(STRATEGY, target.uri, table.version(), False, 0, new_fp,
+        if table is not None and fingerprint(read_rows(table)) == resolve(pending):
+            return WriteResult(STRATEGY, target.uri, table.version(), False, 0, resolve(pending),
                                attempts=number + 1)
         if table is None:
             write_deltalake(target.uri, rows, mode="error", storage_options=target.options(),
@@ -65,7 +66,7 @@ def replace_table(
             write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite",
                             commit_properties=properties, writer_properties=options.writer())
             version = table.version()
-        return WriteResult(STRATEGY, target.uri, version, True, rows.num_rows, new_fp,
+        return WriteResult(STRATEGY, target.uri, version, True, rows.num_rows, resolve(pending),
                            rows_inserted=rows.num_rows, attempts=number + 1)
 
     return with_commit_retries(attempt)
