@@ -33,14 +33,15 @@ CAUSES = {
     "fingerprint": "",
     "check": "",
     "stream": "",
-    "dropin_first": "ours hashes the slice (the content fingerprint, ~35 ms of CPU at 1.5M "
-                    "rows) on a thread beside delta-rs's writer, which already uses ~1.2 of the "
-                    "2 cores, and keeps a checkpoint record (~6 ms per write more than "
-                    "dagster-deltalake): see the cost split under D",
+    "dropin_first": "the content fingerprint (51 ms alone in a fresh process at 1.5M rows) "
+                    "is hashed on a thread beside delta-rs's writer but still lengthens it by "
+                    "~44 ms (the writer releases the GIL; they share 2 cores and memory "
+                    "bandwidth), and the checkpoint record costs ~6 ms more per write than "
+                    "dagster-deltalake's bookkeeping: see the cost split under D",
     "dropin_rerun": "with no input signature the proof is a hash of the incoming frame "
-                    "(~35 ms at 1.5M rows) and a checkpoint read; through dg.materialize "
-                    "Dagster's per-run floor (~40 ms) is added to both contenders, and at "
-                    "SF0.2 (--quick) the fixed costs weigh more against a smaller rewrite",
+                    "(~45 ms of the 50–60 ms at 1.5M rows) plus checkpoint and Delta log reads; "
+                    "through dg.materialize Dagster's per-run floor (~20 ms) is added; at SF0.2 "
+                    "(--quick) the fixed costs weigh more against a smaller rewrite",
     "dropin_commit": "a rerun committed a new Delta version",
 }
 
