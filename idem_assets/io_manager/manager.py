@@ -278,8 +278,8 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             if output.unchanged:
                 metadata = self._confirm_unchanged(log, spec, target, table, covered, output)
             else:
-                metadata = self._write(context, checkpoint, log, name, spec, target, covered,
-                                       output)
+                metadata = self._write(context, checkpoint, log, name, spec, target, table,
+                                       covered, output)
         metadata["write_seconds"] = round(time.perf_counter() - started, 3)
         metadata["reconciled_records"] = len(reconciled)
         metadata.setdefault("dagster/table_name", name.replace("/", "."))
@@ -293,8 +293,12 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
 
     def _write(self, context: dg.OutputContext, checkpoint: CheckpointResource,
                log: LakeWriteLog, name: str, spec: WriteSpec, target: LakeTable,
-               covered: PartitionSlice, output: TableOutput) -> dict[str, Any]:
-        """Prepare, claim, write (or prove a no-op) and settle; the write's metadata."""
+               table: DeltaTable | None, covered: PartitionSlice,
+               output: TableOutput) -> dict[str, Any]:
+        """Prepare, claim, write (or prove a no-op) and settle; the write's metadata.
+
+        ``table`` is the table as opened before the write, reused to sign an unchanged slice.
+        """
         spark = is_spark_frame(output.rows)
         stream = isinstance(output.rows, pa.RecordBatchReader)
         window = covered.window
@@ -304,8 +308,13 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             output = TableOutput(to_arrow(output.rows), output.input_signature, output.schema,
                                  output.input_hashes)
             stream = False
-        # Bookkeeping first: once the batch is prepared its fingerprint is being hashed on
-        # another thread, and the write should start without waiting for the checkpoint.
+        # The batch first: its fingerprint is then hashed on another thread while the
+        # checkpoint is written, and an unchanged rerun (hash-bound) waits for it less.
+        try:
+            batch = None if spark or stream else prepare(spec, output.rows)
+        except BaseException as error:
+            log.fail(log.begin({"window": covered.display}), error)
+            raise
         claim = log.begin({"window": covered.display})
         settled = log.last_settled()
         crash_point(f"lake.before_write/{name}")
@@ -313,7 +322,6 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                            "idem.window": covered.display, "idem.run_id": context.run_id,
                            **log.commit_metadata(claim)}
         try:
-            batch = None if spark or stream else prepare(spec, output.rows)
             conditions = self._conditions(spec, covered, window, batch)
             with lease_heartbeat(checkpoint.resolved_url, claim, self.write_lease_seconds):
                 if stream:
@@ -337,7 +345,9 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             conditions = slice_conditions(spec, window, None)
         # Sign the slice as of our own version: a later writer's files must not be
         # credited with our fingerprint.
-        files = files_signature(target.open(result.version), conditions)
+        signed = table if table is not None and table.version() == result.version \
+            else target.open(result.version)
+        files = files_signature(signed, conditions)
         rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
         metadata_duplicates = (outcome.duplicates_dropped if spark
                                else batch.duplicates_dropped if batch is not None else 0)
