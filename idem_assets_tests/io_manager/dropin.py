@@ -9,6 +9,7 @@ from dagster_deltalake import LocalConfig
 from deltalake import DeltaTable
 
 from idem_assets.io_manager import IdempotentDeltaIOManager
+from idem_assets.lake import read_rows
 
 
 def manager(root: Path, **config: object) -> IdempotentDeltaIOManager:
@@ -28,7 +29,7 @@ def version(root: Path, path: str) -> int:
 
 def rows(root: Path, path: str, column: str) -> list:
     """One column of the table, sorted."""
-    return sorted(table(root, path).to_pyarrow_table().column(column).to_pylist())
+    return sorted(read_rows(table(root, path)).column(column).to_pylist())
 
 
 def committed(result: dg.ExecuteInProcessResult, node: str | None = None) -> list[bool]:

@@ -17,6 +17,7 @@ from dagster_deltalake import DeltaLakePyarrowIOManager, LocalConfig
 from deltalake import DeltaTable
 
 from idem_assets.io_manager import IdempotentDeltaIOManager
+from idem_assets.lake import read_rows
 from idem_assets.resources import CheckpointResource
 from idem_assets_tests.io_manager.dropin import committed, manager, rows, version
 
@@ -98,7 +99,7 @@ def test_input_metadata_columns_select_columns(tmp_path):
     resources = {"io_manager": manager(tmp_path)}
     for _ in range(2):
         assert dg.materialize([b_df, b_plus_one_columns], resources=resources).success
-    stored = DeltaTable(str(tmp_path / "my_schema/b_plus_one_columns")).to_pyarrow_table()
+    stored = read_rows(DeltaTable(str(tmp_path / "my_schema/b_plus_one_columns")))
     assert stored.column_names == ["a"]
 
 
@@ -260,5 +261,5 @@ def test_commit_metadata_table_config_and_a_changed_schema(tmp_path):
         refused.failure_data_for_node("wide").error.cause.message
     assert dg.materialize([wider], resources={
         "io_manager": manager(tmp_path, overwrite_schema=True)}).success
-    assert DeltaTable(str(tmp_path / "public/wide")).to_pyarrow_table().column_names == [
+    assert read_rows(DeltaTable(str(tmp_path / "public/wide"))).column_names == [
         "a", "b", "c"]

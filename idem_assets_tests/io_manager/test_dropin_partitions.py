@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from dagster_deltalake import DeltaLakePyarrowIOManager, LocalConfig
 
+from idem_assets.lake import read_rows
 from idem_assets_tests.io_manager.dropin import committed, manager, rows, table, version
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2022-01-01")
@@ -217,7 +218,7 @@ def test_dynamic_partitions_including_keys_that_look_like_sql(tmp_path):
         for key, value in (("apple", "1"), ("orange", "2"), (hostile, "3"), ("apple", "4")):
             assert _run([dynamic_partitioned], tmp_path, value, partition_key=key,
                         instance=instance).success
-        stored = table(tmp_path, path).to_pyarrow_table().to_pylist()
+        stored = read_rows(table(tmp_path, path)).to_pylist()
         by_fruit = {}
         for row in stored:
             by_fruit.setdefault(row["fruit"], set()).add(row["a"])
