@@ -115,6 +115,11 @@ def test_an_unpartitioned_asset_reports_one_result(tmp_path):
     project = new_project(tmp_path, days=1)
     result = project.run_catalog()
     assert result.success
-    checks = _by_check(result, dg.AssetKey("product_catalog"))
+    catalog = dg.AssetKey("product_catalog")
+    checks = _by_check(result, catalog)
     assert set(checks["rerun_equality"]) == {None}
     assert checks["rerun_equality"][None].passed
+    assert project.run_catalog().success
+    # One execution per run, none left PLANNED beside it.
+    records = _history(project.instance, catalog, "rerun_equality")
+    assert [r.status for r in records] == [AssetCheckExecutionRecordStatus.SUCCEEDED] * 2
