@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 from deltalake import DeltaTable, write_deltalake
 
 from idem_assets.lake import read_rows
@@ -107,3 +109,22 @@ def test_usage_errors_exit_2_and_say_what_to_pass(tmp_path: Path):
     assert done.returncode == 2 and "matches no asset with checks" in done.stderr
     done = _check(tmp_path, "--select", "key:orders", "--partition-range", KEYS[0])
     assert done.returncode == 2 and "FIRST...LAST" in done.stderr
+
+
+def test_the_documented_ci_workflow_runs_as_written(tmp_path: Path):
+    workflow = yaml.safe_load((ROOT / "docs" / "ci" / "asset-checks.yml").read_text())
+    runs = [step["run"] for step in workflow["jobs"]["asset-checks"]["steps"] if "run" in step]
+    generate_landing = next(r for r in runs if "idem_assets.sample generate" in r)
+    check = shlex.split(next(r for r in runs if r.startswith("idem-assets check")))
+    assert check[:2] == ["idem-assets", "check"]
+    env = _env(tmp_path)
+    subprocess.run(generate_landing.replace("python ", f"{shlex.quote(sys.executable)} ", 1),
+                   shell=True, env=env, cwd=tmp_path, check=True, timeout=300)
+    junit = tmp_path / "asset-checks.xml"
+    args = [str(junit) if a == "asset-checks.xml" else a for a in check[2:]]
+    done = _check(tmp_path, *args)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    cases = _cases(junit)
+    assets = {asset for asset, _ in cases}
+    assert {"orders", "customers", "events", "daily_sales", "product_catalog"} <= assets
+    assert ("product_catalog", "rerun_equality") in cases  # unpartitioned: one result
