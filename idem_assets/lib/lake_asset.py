@@ -108,7 +108,7 @@ def lake_asset(
     stored table and writes nothing. Partitioned assets get a single-run backfill policy,
     so a backfill range is one run and one Delta commit per table.
     """
-    from idem_assets.lib.checks.base import check_specs, evaluate_checks
+    from idem_assets.lib.checks.base import check_outputs, check_specs, evaluate_checks
     from idem_assets.lib.checks.factory import standard_checks
 
     checks = standard_checks(definition)
@@ -129,6 +129,7 @@ def lake_asset(
             if definition.key in context.selected_asset_keys:
                 yield dg.Output(fn(context, *args, **params), output_name=definition.name)
             yield from evaluate_checks(context, definition, lake, checks, blocking)
+            yield from check_outputs(context, definition)
 
         body.__signature__ = signature  # type: ignore[attr-defined]
         out = dg.AssetOut(

@@ -77,8 +77,8 @@ def evaluate_checks(context: dg.AssetExecutionContext, definition: LakeAssetDef,
                     lake: LakeResource, checks: Sequence[LakeCheck],
                     blocking: bool) -> Iterator[dg.AssetCheckEvaluation]:
     """One evaluation per selected check and partition of the run."""
-    selected = frozenset(key.name for key in context.selected_asset_check_keys
-                         if key.asset_key == definition.key)
+    keys = [key for key in context.selected_asset_check_keys if key.asset_key == definition.key]
+    selected = frozenset(key.name for key in keys)
     windows = partition_windows(definition, context) if selected else []
     for check in checks:
         wanted = selected & {item.name for item in check.names}
@@ -88,6 +88,15 @@ def evaluate_checks(context: dg.AssetExecutionContext, definition: LakeAssetDef,
             for result in check.evaluate(definition, lake, window, wanted):
                 assert result.check_name in wanted, f"unexpected check {result.check_name}"
                 yield evaluation(definition.key, result, partition, blocking)
+
+
+def check_outputs(context: dg.AssetExecutionContext,
+                  definition: LakeAssetDef) -> Iterator[dg.Output]:
+    """The (empty) outputs of the evaluated checks, so Dagster counts them as yielded."""
+    for key in context.selected_asset_check_keys:
+        if key.asset_key == definition.key:
+            name = context.assets_def.get_output_name_for_asset_check_key(key)
+            yield dg.Output(None, output_name=name)
 
 
 def evaluation(asset_key: dg.AssetKey, result: dg.AssetCheckResult, partition: str | None,
