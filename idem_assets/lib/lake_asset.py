@@ -58,6 +58,8 @@ class LakeAssetDef:
     checks: tuple[LakeCheck, ...] = ()
     # Blocking checks: a failed ERROR check fails the step and stops downstream assets.
     blocking_checks: bool = False
+    # When the asset runs by itself (declarative automation), e.g. lib.automation's.
+    automation_condition: dg.AutomationCondition | None = None
 
     @property
     def key(self) -> dg.AssetKey:
@@ -136,7 +138,8 @@ def lake_asset(
             key=definition.key, io_manager_key=LAKE_IO_MANAGER_KEY,
             metadata=definition.metadata(), code_version=definition.code_version,
             group_name=definition.group_name, owners=list(definition.owners), kinds=KINDS,
-            description=description, is_required=False)
+            description=description, is_required=False,
+            automation_condition=definition.automation_condition)
         return dg.multi_asset(
             name=definition.name,
             outs={definition.name: out},

@@ -70,3 +70,19 @@ def test_dg_launch_materializes_a_partition_and_a_range_with_checks_per_day(tmp_
     assert by_partition[KEYS[0]] == [AssetCheckExecutionRecordStatus.SUCCEEDED] * 2
     statuses = {s for values in by_partition.values() for s in values}
     assert statuses == {AssetCheckExecutionRecordStatus.SUCCEEDED}
+
+
+def test_make_run_turns_the_automation_sensor_on(tmp_path: Path):
+    makefile = (ROOT / "Makefile").read_text()
+    assert "dagster sensor start lake_automation -w workspace.yaml" in makefile
+    dagster = Path(sys.executable).with_name("dagster")
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "home").mkdir()
+    done = subprocess.run([str(dagster), "sensor", "start", "lake_automation", "-w",
+                           "workspace.yaml"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
+    states = {s.instigator_name: s.status.value for s in instance.all_instigator_state()}
+    assert states["lake_automation"] == "RUNNING"
