@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import inspect
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
 import pyarrow as pa
@@ -15,6 +17,9 @@ from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.rules import ValueRule
 from idem_assets.partitions import SINGLE_RUN_BACKFILL
 from idem_assets.resources import LakeResource
+
+if TYPE_CHECKING:
+    from idem_assets.lib.checks.base import LakeCheck
 
 LAKE_IO_MANAGER_KEY = "lake_io"
 KINDS = {"deltalake", "polars"}
@@ -49,6 +54,12 @@ class LakeAssetDef:
     value_rules: tuple[ValueRule, ...] = ()
     # The quarantine_share check warns above this share of a day's raw rows.
     quarantine_share: float = 0.01
+    # Checks beyond the standard ones (rerun equality, unique key, landing checks).
+    checks: tuple[LakeCheck, ...] = ()
+    # Blocking checks: a failed ERROR check fails the step and stops downstream assets.
+    blocking_checks: bool = False
+    # When the asset runs by itself (declarative automation), e.g. lib.automation's.
+    automation_condition: dg.AutomationCondition | None = None
 
     @property
     def key(self) -> dg.AssetKey:
@@ -86,24 +97,58 @@ class EngineConfig(dg.Config):
 
 
 def lake_asset(
-    definition: LakeAssetDef, *, description: str, **kwargs: Any
+    definition: LakeAssetDef, *, description: str,
+    ins: dict[str, dg.AssetIn] | None = None, **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
-    """``@dg.asset`` for a lake table, written by the IO manager.
+    """The asset of a lake table, written by the IO manager, with its checks per partition.
 
-    Partitioned assets get a single-run backfill policy, so a backfill range is one run
-    and one Delta commit per table.
+    The decorated function returns the asset's output (rows or a ``TableOutput``); it may
+    take ``context``, inputs and resources like any asset function. The asset carries the
+    definition's checks as partitioned check specs: after the IO manager has written the
+    output, the same step evaluates each selected check for every partition of the run
+    (see ``idem_assets.lib.checks.base``). A run that selects only the checks reads the
+    stored table and writes nothing. Partitioned assets get a single-run backfill policy,
+    so a backfill range is one run and one Delta commit per table.
     """
+    from idem_assets.lib.checks.base import check_outputs, check_specs, evaluate_checks
+    from idem_assets.lib.checks.factory import standard_checks
+
+    checks = standard_checks(definition)
+    blocking = definition.blocking_checks
     daily = definition.partitions_def is not None
-    return dg.asset(
-        name=definition.name,
-        partitions_def=definition.partitions_def,
-        backfill_policy=SINGLE_RUN_BACKFILL if daily else None,
-        io_manager_key=LAKE_IO_MANAGER_KEY,
-        metadata=definition.metadata(),
-        code_version=definition.code_version,
-        group_name=definition.group_name,
-        owners=list(definition.owners),
-        kinds=KINDS,
-        description=description,
-        **kwargs,
-    )
+
+    def decorate(fn: Callable[..., Any]) -> dg.AssetsDefinition:
+        signature = inspect.signature(fn)
+        takes_lake = "lake" in signature.parameters
+        if not takes_lake:  # the checks need the lake whether the function does or not
+            lake = inspect.Parameter("lake", inspect.Parameter.KEYWORD_ONLY,
+                                     annotation=LakeResource)
+            signature = signature.replace(parameters=[*signature.parameters.values(), lake])
+
+        @functools.wraps(fn)
+        def body(context: dg.AssetExecutionContext, *args: Any, **params: Any) -> Iterator[Any]:
+            lake = params["lake"] if takes_lake else params.pop("lake")
+            if definition.key in context.selected_asset_keys:
+                yield dg.Output(fn(context, *args, **params), output_name=definition.name)
+            yield from evaluate_checks(context, definition, lake, checks, blocking)
+            yield from check_outputs(context, definition)
+
+        body.__signature__ = signature  # type: ignore[attr-defined]
+        out = dg.AssetOut(
+            key=definition.key, io_manager_key=LAKE_IO_MANAGER_KEY,
+            metadata=definition.metadata(), code_version=definition.code_version,
+            group_name=definition.group_name, owners=list(definition.owners), kinds=KINDS,
+            description=description, is_required=False,
+            automation_condition=definition.automation_condition)
+        return dg.multi_asset(
+            name=definition.name,
+            outs={definition.name: out},
+            ins=ins,
+            partitions_def=definition.partitions_def,
+            backfill_policy=SINGLE_RUN_BACKFILL if daily else None,
+            check_specs=check_specs(definition, checks, blocking),
+            can_subset=True,
+            **kwargs,
+        )(body)
+
+    return decorate

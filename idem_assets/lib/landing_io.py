@@ -35,6 +35,12 @@ QUARANTINE_TABLE = "quarantine"
 _MAX_LISTED_FILES = 50
 
 
+
+def _add_metadata(context: dg.AssetExecutionContext, metadata: dict[str, Any]) -> None:
+    """Metadata for the asset's output (the step also has an output per check)."""
+    name = context.assets_def.get_output_name_for_asset_key(context.asset_key)
+    context.add_output_metadata(metadata, output_name=name)
+
 def read_landing(lake: LakeResource, contract: SourceContract, window: Window) -> LandingBatch:
     """The landing batch of a source for a window (daily) or its newest snapshot."""
     if contract.daily:
@@ -138,7 +144,7 @@ def landing_output(
         settled = last_settled(store, definition.name, window)
     cache = HashCache(settled.input_hashes if settled and lake.reuse_file_hashes else None)
     signature = input_signature(definition, lake, window, cache)
-    context.add_output_metadata({"input_files_hashed": cache.hashed,
+    _add_metadata(context, {"input_files_hashed": cache.hashed,
                                  "input_files_hash_reused": cache.reused})
     if _inputs_unchanged(context, lake, definition, window, signature, settled):
         return TableOutput.unchanged_inputs(signature, cache.kept())
@@ -160,7 +166,7 @@ def _inputs_unchanged(context: dg.AssetExecutionContext, lake: LakeResource,
     contract = definition.landing_source
     assert contract is not None
     ignored = unread_files(lake, contract, window)
-    context.add_output_metadata({
+    _add_metadata(context, {
         "input_signature": signature,
         "ignored_files": dg.MetadataValue.json(dict(sorted(ignored.items())[:_MAX_LISTED_FILES])),
     })
@@ -186,7 +192,7 @@ def _spark_output(context: dg.AssetExecutionContext, lake: LakeResource, spark: 
     quarantine = quarantine.set_column(
         quarantine.schema.get_field_index("row_number"), "row_number", numbers)
     version = write_quarantine(lake, contract, quarantine, window)
-    context.add_output_metadata({
+    _add_metadata(context, {
         "engine": "spark", "landing_files": len(batch.files), "raw_rows": valid + bad,
         "valid_rows": valid, "quarantined_rows": bad, "quarantine_table_version": version,
     })
@@ -222,7 +228,7 @@ def load_landing(
     """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows."""
     batch = read_landing(lake, contract, window)
     version = write_quarantine(lake, contract, batch.quarantine, window)
-    context.add_output_metadata(landing_metadata(batch, version))
+    _add_metadata(context, landing_metadata(batch, version))
     if batch.quarantine.num_rows:
         context.log.warning(
             f"{batch.quarantine.num_rows} {contract.name} row(s) quarantined in "

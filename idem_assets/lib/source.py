@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from idem_assets.io_manager import TableOutput, Window, WriteSpec
-from idem_assets.lib.checks import lake_asset_checks
 from idem_assets.lib.lake_asset import EngineConfig, LakeAssetDef, lake_asset
 from idem_assets.lib.landing_io import landing_output, read_landing
 from idem_assets.lib.sensors import daily_landing_sensor, snapshot_landing_sensor
@@ -76,6 +75,7 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
         owners=tuple(source.owners),
         value_rules=(*contract.check_rules, *source.derived_rules()),
         quarantine_share=source.checks.quarantine_share,
+        blocking_checks=source.checks.blocking,
     )
 
 
@@ -125,9 +125,5 @@ def source_sensor(source: LandingSource) -> dg.SensorDefinition:
 
 
 def source_definitions(source: LandingSource) -> dg.Definitions:
-    """Everything a declared source yields: asset, checks and landing sensor."""
-    definition = lake_asset_def(source)
-    checks = lake_asset_checks(definition, definition.partitions_def,
-                               blocking=source.checks.blocking)
-    return dg.Definitions(assets=[source_asset(source)], asset_checks=list(checks),
-                          sensors=[source_sensor(source)])
+    """Everything a declared source yields: asset (with its checks) and landing sensor."""
+    return dg.Definitions(assets=[source_asset(source)], sensors=[source_sensor(source)])

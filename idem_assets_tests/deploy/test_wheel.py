@@ -65,7 +65,7 @@ def test_wheel_installs_into_a_fresh_venv_and_declares_what_it_imports(tmp_path)
     usage = ("from idem_assets.lake import LakeTable, fingerprint, overwrite_partitions\n"
              "from idem_assets.checkpoint import open_store\n"
              "from idem_assets.io_manager import WriteSpec\n"
-             "from idem_assets.lib.checks import lake_asset_checks\n"
+             "from idem_assets.lib.checks import LakeCheck, standard_checks\n"
              "spec = WriteSpec(strategy='merge', natural_key=('id',))\n"
              "print(spec.to_metadata()['idem/strategy'])")
     assert _run([str(python), "-c", usage], workdir).strip().splitlines()[-1] == "merge"

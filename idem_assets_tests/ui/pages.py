@@ -75,15 +75,29 @@ def wait_for_run_success(page: Page) -> None:
 
 
 def check_lines_of_run(page: Page) -> set[tuple[str, str, str]]:
-    """On a run page: filter the log to check evaluations; (asset, check, outcome) read off it."""
-    page.set_viewport_size({"width": 1600, "height": 2600})  # the log is virtualized
+    """On a run page: filter the log to check evaluations; (asset, check, outcome) read off it.
+
+    The log is virtualized: it is read while scrolling until no new line appears.
+    """
+    page.set_viewport_size({"width": 1600, "height": 2600})
     page.get_by_placeholder("Filter…").fill("type:ASSET_CHECK_EVALUATION")
     lines = page.get_by_text(_CHECK_LINE)
     expect(lines.first).to_be_visible()
-    found = set()
-    for text in lines.all_inner_texts():
-        match = _CHECK_LINE.match(text.strip())
-        assert match is not None
+    found: set[tuple[str, str, str]] = set()
+    seen: set[str] = set()
+    lines.first.hover()
+    page.mouse.wheel(0, -100_000)  # the log follows its end: read it from the top
+    page.wait_for_timeout(300)
+    for _ in range(40):
+        texts = {text.strip() for text in lines.all_inner_texts()}
+        if texts <= seen:
+            break
+        seen |= texts
+        page.mouse.wheel(0, 1500)
+        page.wait_for_timeout(150)
+    for text in seen:
+        match = _CHECK_LINE.match(text)
+        assert match is not None, text
         check, outcome, asset = match.groups()
         found.add((asset, check, outcome))
     page.set_viewport_size({"width": 1600, "height": 1000})

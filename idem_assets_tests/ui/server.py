@@ -94,15 +94,16 @@ class DagsterDev:
             raise AssertionError(f"GraphQL errors: {payload['errors']}")
         return payload["data"]
 
-    def check_evaluations(self, run_id: str) -> dict[tuple[str, str], tuple]:
-        """(asset, check) -> (passed, partition) of a run, straight from the instance."""
+    def check_evaluations(self, run_id: str) -> dict[tuple[str, str, str | None], bool]:
+        """(asset, check, partition) -> passed, for a run, straight from the instance."""
         data = self.graphql(_CHECK_EVALUATIONS, {"runId": run_id})
         found = {}
         for event in data["logsForRun"]["events"]:
             if event["__typename"] == "AssetCheckEvaluationEvent":
                 evaluation = event["evaluation"]
-                key = ("/".join(evaluation["assetKey"]["path"]), evaluation["checkName"])
-                found[key] = (evaluation["success"], evaluation["partition"])
+                key = ("/".join(evaluation["assetKey"]["path"]), evaluation["checkName"],
+                       evaluation["partition"])
+                found[key] = evaluation["success"]
         return found
 
     def log_tail(self, chars: int = 4000) -> str:

@@ -83,12 +83,11 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
     scroll_to_metadata_row(page, "strategy")  # the write's metadata, below the landing's
     snap("rerun-materialization")
 
-    # The Checks tab shows only the latest evaluation; the instance says which run each
-    # evaluation belongs to. Checks are unpartitioned: each covers its run's window.
+    # Each run evaluated every check for its partition.
     for run_id in (first_run, second_run):
         evaluations = dagster_ui.check_evaluations(run_id)
-        assert set(evaluations) == {(a, c) for a, c, _ in expected_checks}
-        assert all(value == (True, None) for value in evaluations.values()), evaluations
+        assert set(evaluations) == {(a, c, RERUN_DAY) for a, c, _ in expected_checks}
+        assert all(evaluations.values()), evaluations
     table = LakeTable(str(dagster_ui.lake_dir / "orders")).open()
     assert table is not None and str(table.version()) == first["delta_version"]
 
@@ -124,8 +123,9 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     assert re.fullmatch(r"/runs/[0-9a-f-]{36}", run_link), run_link
     run_links.first.click()
     wait_for_run_success(page)
-    expected = {(asset, check, "failed" if (asset, check) in WARNED else "succeeded")
-                for asset, check in _checks_of(assets)}
+    # One evaluation per check and day: a WARN rule fails on the day its row was planted.
+    expected = {(asset, check, "succeeded") for asset, check in _checks_of(assets)} | {
+        (asset, check, "failed") for asset, check in WARNED}
     assert check_lines_of_run(page) == expected
     snap("backfill-run-checks")
 
@@ -147,9 +147,12 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     expect(page.locator('[data-tooltip="daily_sales"]')).to_be_visible()
     snap("lake-graph")
 
-    # A ranged run's check evaluations carry no partition in Dagster 1.13, so the Checks
-    # tab lists them as "Skipped" per day; the instance has them: all passed but the warnings.
+    # The ranged run evaluated every check for each of its days: all passed but the two
+    # planted warnings, each on its own day.
     run_id = run_link.rsplit("/", 1)[-1]
     evaluations = dagster_ui.check_evaluations(run_id)
-    assert set(evaluations) == {(a, c) for a, c, _ in expected}
-    assert {key for key, (passed, _) in evaluations.items() if not passed} == WARNED
+    assert set(evaluations) == {(a, c, day) for a, c in _checks_of(assets)
+                                for day in BACKFILL_DAYS}
+    assert {key for key, passed in evaluations.items() if not passed} == {
+        ("orders", "status_allowed", BACKFILL_DAYS[0]),
+        ("orders", "amount_non_negative", BACKFILL_DAYS[1])}

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from idem_assets.defs.sales.assets import ORDERS_TABLE
 from idem_assets.io_manager import Window, read, target_table
+from idem_assets.lib.automation import follows_upstream
 from idem_assets.notify import idempotency_key
 from idem_assets.notify.outbox import DeliveryReport, OutboxRecord, drain, register
 from idem_assets.partitions import partition_dates
@@ -95,6 +96,7 @@ def worker_name(run_id: str) -> str:
 @dg.asset(
     partitions_def=ORDERS_TABLE.partitions_def,
     deps=[ORDERS_TABLE.key],
+    automation_condition=follows_upstream(),
     group_name="side_effects",
     owners=["team:data-platform"],
     kinds={"http", "checkpoint"},

@@ -7,19 +7,15 @@ import dagster as dg
 import polars as pl
 import pyarrow as pa
 
+from idem_assets.defs.sales.checks import RECONCILIATION
+from idem_assets.defs.sales.orders import NON_REVENUE_STATUSES, ORDERS_TABLE
 from idem_assets.io_manager import Window, WriteSpec, read, target_table
 from idem_assets.lake.frames import conform
 from idem_assets.landing.contract import MONEY
-from idem_assets.lib import LakeAssetDef, lake_asset, lake_asset_def
+from idem_assets.lib import LakeAssetDef, lake_asset
+from idem_assets.lib.automation import follows_upstream
 from idem_assets.partitions import partition_dates
 from idem_assets.resources import LakeResource
-from idem_assets.sample import ORDERS_SOURCE
-
-# The orders table as its declaration (defs/orders/defs.yaml) defines it.
-ORDERS_TABLE = lake_asset_def(ORDERS_SOURCE)
-
-# Orders in these states earn nothing.
-NON_REVENUE_STATUSES = ("cancelled", "refunded")
 
 SALES_SCHEMA = pa.schema(
     [
@@ -81,6 +77,8 @@ SALES_TABLE = LakeAssetDef(
     },
     partitions_def=ORDERS_TABLE.partitions_def,
     owners=("team:data-platform",),
+    checks=(RECONCILIATION,),
+    automation_condition=follows_upstream(),
 )
 
 

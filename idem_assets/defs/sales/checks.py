@@ -2,15 +2,16 @@
 
 
 import decimal
+from collections.abc import Iterator
 
 import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from idem_assets.defs.sales.assets import NON_REVENUE_STATUSES, ORDERS_TABLE, SALES_TABLE
-from idem_assets.io_manager import read, target_table
-from idem_assets.lib.checks import lake_asset_checks
-from idem_assets.lib.checks.window import check_window
+from idem_assets.defs.sales.orders import NON_REVENUE_STATUSES, ORDERS_TABLE
+from idem_assets.io_manager import Window, read, target_table
+from idem_assets.lib import LakeAssetDef
+from idem_assets.lib.checks import CheckName, LakeCheck
 from idem_assets.resources import LakeResource
 
 RECONCILES_WITH_ORDERS = "reconciles_with_orders"
@@ -31,21 +32,13 @@ def _totals_by_day(orders: pa.Table) -> dict[object, tuple[int, decimal.Decimal]
     }
 
 
-@dg.asset_check(
-    asset=SALES_TABLE.key,
-    name=RECONCILES_WITH_ORDERS,
-    additional_deps=[ORDERS_TABLE.key],
-    description="Per day, daily_sales order count and revenue equal the sums over orders.",
-)
-def reconciles_with_orders(
-    context: dg.AssetCheckExecutionContext, lake: LakeResource
-) -> dg.AssetCheckResult:
+def _reconciles(definition: LakeAssetDef, lake: LakeResource, window: Window,
+                _: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
     """daily_sales agrees with the orders table it was computed from."""
-    window = check_window(context, SALES_TABLE.partitions_def, SALES_TABLE.key)
     orders = read(ORDERS_TABLE.spec, target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
                   window, ORDERS_TABLE.schema)
-    sales = read(SALES_TABLE.spec, target_table(lake, SALES_TABLE.spec, SALES_TABLE.key),
-                 window, SALES_TABLE.schema)
+    sales = read(definition.spec, target_table(lake, definition.spec, definition.key),
+                 window, definition.schema)
     expected = _totals_by_day(orders)
     stored = {
         row["order_date"]: (row["orders"], row["revenue"]) for row in sales.to_pylist()
@@ -57,7 +50,8 @@ def reconciles_with_orders(
         if have is None or have[0] != want[0] or have[1] != want[1]:
             mismatches.append({"day": str(day), "orders_table": [want[0], str(want[1])],
                                "daily_sales": None if have is None else [have[0], str(have[1])]})
-    return dg.AssetCheckResult(
+    yield dg.AssetCheckResult(
+        check_name=RECONCILES_WITH_ORDERS,
         passed=not mismatches,
         metadata={
             "partition_range": window.label(),
@@ -68,5 +62,9 @@ def reconciles_with_orders(
     )
 
 
-SALES_CHECKS = [*lake_asset_checks(SALES_TABLE, SALES_TABLE.partitions_def),
-                reconciles_with_orders]
+RECONCILIATION = LakeCheck(
+    names=(CheckName(RECONCILES_WITH_ORDERS, "Per day, daily_sales order count and revenue "
+                     "equal the sums over orders."),),
+    evaluate=_reconciles,
+    depends_on=(ORDERS_TABLE.key,),
+)

@@ -1,7 +1,8 @@
-"""Asset checks that prove idempotence and account for every landing row."""
+"""Asset checks that prove idempotence and account for every landing row, per partition."""
 
+from idem_assets.lib.checks.base import CheckName, LakeCheck
 from idem_assets.lib.checks.conservation import CONSERVATION
-from idem_assets.lib.checks.factory import RERUN_EQUALITY, UNIQUE_NATURAL_KEY, lake_asset_checks
+from idem_assets.lib.checks.factory import RERUN_EQUALITY, UNIQUE_NATURAL_KEY, standard_checks
 from idem_assets.lib.checks.landing import QUARANTINE_SHARE, landing_checks
 
 __all__ = [
@@ -9,6 +10,8 @@ __all__ = [
     "QUARANTINE_SHARE",
     "RERUN_EQUALITY",
     "UNIQUE_NATURAL_KEY",
-    "lake_asset_checks",
+    "CheckName",
+    "LakeCheck",
     "landing_checks",
+    "standard_checks",
 ]

@@ -1,15 +1,14 @@
-"""Check factory: rerun equality and unique natural key, plus the landing checks."""
+"""The standard checks of a lake asset: rerun equality, unique natural key, landing checks."""
 
-
-from collections.abc import Sequence
+from collections.abc import Iterator
 
 import dagster as dg
 import polars as pl
 
-from idem_assets.io_manager import compare, prepare, target_table
+from idem_assets.io_manager import Window, compare, prepare, target_table
 from idem_assets.lake import read_rows
+from idem_assets.lib.checks.base import CheckName, LakeCheck
 from idem_assets.lib.checks.landing import landing_checks
-from idem_assets.lib.checks.window import check_window
 from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.resources import LakeResource
 
@@ -18,92 +17,88 @@ UNIQUE_NATURAL_KEY = "unique_natural_key"
 _SAMPLE = 10
 
 
-def rerun_equality_check(
-    definition: LakeAssetDef,
-    partitions_def: dg.PartitionsDefinition | None,
-    blocking: bool,
-) -> dg.AssetChecksDefinition:
-    """Recompute the asset for the same partitions without writing; compare fingerprints."""
-
-    @dg.asset_check(
-        asset=definition.key,
-        name=RERUN_EQUALITY,
-        blocking=blocking,
-        description=(
-            "Recomputes the output from the same inputs without writing and compares its "
-            "fingerprint with the table: passes when a clean rerun would change nothing."
-        ),
+def _rerun_equality(definition: LakeAssetDef, lake: LakeResource, window: Window,
+                    _: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
+    spec = definition.spec
+    batch = prepare(spec, definition.compute(lake, window), definition.schema)
+    result = compare(spec, target_table(lake, spec, definition.key), batch, window)
+    yield dg.AssetCheckResult(
+        check_name=RERUN_EQUALITY,
+        passed=result.passed,
+        description=result.detail,
+        metadata={
+            "partition_range": window.label(),
+            "rows_differing": result.rows_differing,
+            "expected_fingerprint": str(result.expected),
+            "stored_fingerprint": str(result.stored),
+            "expected_rows": result.expected.rows,
+            "stored_rows": result.stored.rows,
+        },
     )
-    def _rerun_equality(
-        context: dg.AssetCheckExecutionContext, lake: LakeResource
-    ) -> dg.AssetCheckResult:
-        window = check_window(context, partitions_def, definition.key)
-        spec = definition.spec
-        batch = prepare(spec, definition.compute(lake, window), definition.schema)
-        result = compare(spec, target_table(lake, spec, definition.key), batch, window)
-        return dg.AssetCheckResult(
-            passed=result.passed,
-            description=result.detail,
-            metadata={
-                "partition_range": window.label(),
-                "rows_differing": result.rows_differing,
-                "expected_fingerprint": str(result.expected),
-                "stored_fingerprint": str(result.stored),
-                "expected_rows": result.expected.rows,
-                "stored_rows": result.stored.rows,
-            },
-        )
-
-    return _rerun_equality
 
 
-def unique_key_check(
-    definition: LakeAssetDef,
-    partitions_def: dg.PartitionsDefinition | None,
-    blocking: bool,
-) -> dg.AssetChecksDefinition:
-    """No natural key appears twice anywhere in the table."""
+RERUN_EQUALITY_CHECK = LakeCheck(
+    names=(CheckName(RERUN_EQUALITY, "Recomputes the output from the same inputs without "
+                     "writing and compares its fingerprint with the table: passes when a clean "
+                     "rerun would change nothing."),),
+    evaluate=_rerun_equality,
+)
+
+
+def _unique_key(definition: LakeAssetDef, lake: LakeResource, window: Window,
+                _: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
+    """Keys of the partition's rows that appear more than once anywhere in the table."""
     key = list(definition.spec.natural_key)
-
-    @dg.asset_check(
-        asset=definition.key,
-        name=UNIQUE_NATURAL_KEY,
-        blocking=blocking,
-        description=f"Every ({', '.join(key)}) appears at most once in the whole table.",
+    column = definition.spec.partition_column
+    by_day = column is not None and window.partitioned and column not in key
+    table = target_table(lake, definition.spec, definition.key).open()
+    read = read_rows(table, definition.schema, columns=[*key, column] if by_day else key)
+    frame = pl.from_arrow(read)
+    assert isinstance(frame, pl.DataFrame)
+    counts = frame.group_by(key).len().filter(pl.col("len") > 1)
+    checked = frame.height
+    if by_day:
+        assert column is not None and window.start is not None and window.end is not None
+        inside = frame.filter(pl.col(column).is_between(window.start, window.end,
+                                                        closed="left"))
+        checked = inside.height
+        counts = counts.join(inside.select(key).unique(), on=key, how="semi")
+    elif column is not None and window.partitioned and column in key:
+        assert window.start is not None and window.end is not None
+        counts = counts.filter(pl.col(column).is_between(window.start, window.end,
+                                                         closed="left"))
+        checked = frame.filter(pl.col(column).is_between(window.start, window.end,
+                                                         closed="left")).height
+    counts = counts.sort(key)
+    surplus = int(counts["len"].sum() - counts.height) if counts.height else 0
+    yield dg.AssetCheckResult(
+        check_name=UNIQUE_NATURAL_KEY,
+        passed=counts.height == 0,
+        metadata={
+            "partition_range": window.label(),
+            "rows_checked": checked,
+            "duplicated_keys": counts.height,
+            "surplus_rows": surplus,
+            "sample": dg.MetadataValue.json(counts.head(_SAMPLE).to_dicts()),
+        },
     )
-    def _unique_key(
-        context: dg.AssetCheckExecutionContext, lake: LakeResource
-    ) -> dg.AssetCheckResult:
-        table = target_table(lake, definition.spec, definition.key).open()
-        keys = pl.from_arrow(read_rows(table, definition.schema, columns=key))
-        assert isinstance(keys, pl.DataFrame)
-        counts = keys.group_by(key).len().filter(pl.col("len") > 1).sort(key)
-        duplicates = int(counts["len"].sum() - counts.height) if counts.height else 0
-        return dg.AssetCheckResult(
-            passed=counts.height == 0,
-            metadata={
-                "rows_checked": keys.height,
-                "duplicated_keys": counts.height,
-                "surplus_rows": duplicates,
-                "sample": dg.MetadataValue.json(counts.head(_SAMPLE).to_dicts()),
-            },
-        )
-
-    return _unique_key
 
 
-def lake_asset_checks(
-    definition: LakeAssetDef,
-    partitions_def: dg.PartitionsDefinition | None,
-    *,
-    blocking: bool = False,
-) -> Sequence[dg.AssetChecksDefinition]:
-    """The standard checks of a lake asset."""
-    checks = [rerun_equality_check(definition, partitions_def, blocking)]
+def unique_key_check(definition: LakeAssetDef) -> LakeCheck:
+    """No natural key of a partition's rows appears twice anywhere in the table."""
+    key = ", ".join(definition.spec.natural_key)
+    return LakeCheck(names=(CheckName(
+        UNIQUE_NATURAL_KEY,
+        f"Every ({key}) appears at most once in the whole table; each partition reports the "
+        "keys of its own rows (a table without a day column: the whole table)."),),
+        evaluate=_unique_key)
+
+
+def standard_checks(definition: LakeAssetDef) -> list[LakeCheck]:
+    """The checks every lake asset gets, then the ones its definition adds."""
+    checks = [RERUN_EQUALITY_CHECK]
     if definition.spec.natural_key:
-        checks.append(unique_key_check(definition, partitions_def, blocking))
+        checks.append(unique_key_check(definition))
     if definition.landing_source is not None:
-        checks.append(landing_checks(
-            definition, partitions_def, rules=definition.value_rules,
-            quarantine_share=definition.quarantine_share, blocking=blocking))
-    return checks
+        checks.append(landing_checks(definition))
+    return [*checks, *definition.checks]

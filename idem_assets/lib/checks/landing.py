@@ -1,6 +1,6 @@
 """Checks of what a landing source delivered: conservation, quarantine share, value rules.
 
-One multi-asset check reads the window's landing files once and reports each of them:
+One read of a partition's landing files reports each of them:
 
 - ``conservation``: raw rows == loaded + duplicates dropped + quarantined;
 - ``quarantine_share``: warns when more than the declared share of a day's rows was
@@ -21,11 +21,11 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from idem_assets.io_manager import prepare
+from idem_assets.io_manager import Window, prepare
 from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
+from idem_assets.lib.checks.base import CheckName, LakeCheck
 from idem_assets.lib.checks.conservation import CONSERVATION, conservation_result
-from idem_assets.lib.checks.window import check_window
 from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.lib.landing_io import read_landing
 from idem_assets.resources import LakeResource
@@ -175,48 +175,34 @@ def _plain(value: Any) -> Any:
     return value if value is None or isinstance(value, bool | int | float | str) else str(value)
 
 
-def landing_checks(
-    definition: LakeAssetDef,
-    partitions_def: dg.PartitionsDefinition | None,
-    *,
-    rules: Sequence[ValueRule] = (),
-    quarantine_share: float = DEFAULT_QUARANTINE_SHARE,
-    blocking: bool = False,
-) -> dg.AssetChecksDefinition:
+def landing_checks(definition: LakeAssetDef) -> LakeCheck:
     """Conservation, quarantine share and value-rule checks of a landing asset, in one read."""
     contract = definition.landing_source
     assert contract is not None, f"{definition.name} reads no landing source"
+    rules = definition.value_rules
+    share = definition.quarantine_share
     names = rule_check_names(rules)
-    specs = [
-        dg.AssetCheckSpec(
-            CONSERVATION, asset=definition.key, blocking=blocking,
-            description="Every raw landing row of the partition is accounted for: loaded into "
-            "the table, dropped as a duplicate of a newer row, or stored in quarantine with a "
-            "reason."),
-        dg.AssetCheckSpec(
-            QUARANTINE_SHARE, asset=definition.key, blocking=blocking,
-            description=f"At most {quarantine_share:.1%} of each day's raw rows are quarantined "
-            "(WARN above); a day with rows that loads none fails (ERROR). Metadata lists the "
-            "top reasons."),
-        *(dg.AssetCheckSpec(name, asset=definition.key, blocking=blocking,
-                            description=f"Value rule ({rule.severity.upper()}): "
-                            f"{rule.describe()}; reports counts and samples of breaking rows.")
+    checks = (
+        CheckName(CONSERVATION, "Every raw landing row of the partition is accounted for: "
+                  "loaded into the table, dropped as a duplicate of a newer row, or stored in "
+                  "quarantine with a reason."),
+        CheckName(QUARANTINE_SHARE, f"At most {share:.1%} of each day's raw rows are "
+                  "quarantined (WARN above); a day with rows that loads none fails (ERROR). "
+                  "Metadata lists the top reasons."),
+        *(CheckName(name, f"Value rule ({rule.severity.upper()}): {rule.describe()}; reports "
+                    "counts and samples of breaking rows.")
           for name, rule in zip(names, rules, strict=True)),
-    ]
+    )
 
-    @dg.multi_asset_check(specs=specs, name=f"{definition.name}_landing_checks",
-                          can_subset=True)
-    def _landing_checks(context: dg.AssetCheckExecutionContext,
-                        lake: LakeResource) -> Iterator[dg.AssetCheckResult]:
-        window = check_window(context, partitions_def, definition.key)
+    def evaluate(definition: LakeAssetDef, lake: LakeResource, window: Window,
+                 selected: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
         batch = read_landing(lake, contract, window)
         rows = definition.derive(batch.rows) if definition.derive else batch.rows
         deduplicated = prepare(definition.spec, rows, definition.schema)
-        selected = {key.name for key in context.selected_asset_check_keys}
         if CONSERVATION in selected:
             yield conservation_result(definition, lake, window, batch, deduplicated)
         if QUARANTINE_SHARE in selected:
-            yield quarantine_share_result(batch, quarantine_share, window.label())
+            yield quarantine_share_result(batch, share, window.label())
         table = pl.from_arrow(deduplicated.rows)
         assert isinstance(table, pl.DataFrame)
         for name, rule in zip(names, rules, strict=True):
@@ -224,4 +210,4 @@ def landing_checks(
                 yield value_rule_result(name, rule, table, definition.spec.natural_key,
                                         window.label())
 
-    return _landing_checks
+    return LakeCheck(names=checks, evaluate=evaluate)
