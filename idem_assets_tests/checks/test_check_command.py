@@ -21,6 +21,7 @@ from idem_assets.sample.generator import generate
 from idem_assets_tests.harness import START, day_keys
 
 ROOT = Path(__file__).resolve().parents[2]
+COMMAND = Path(sys.executable).with_name("idem-assets")  # installed with the package
 KEYS = day_keys(3)
 RANGE = f"{KEYS[0]}...{KEYS[-1]}"
 
@@ -34,9 +35,9 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """The command in a fresh process, from the project root (where dg finds the location)."""
+    """The installed command, from the project root (where dg finds the location)."""
     return subprocess.run(
-        [sys.executable, "-m", "idem_assets.check_command", "check", *args],
+        [str(COMMAND), "check", *args],
         cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300,
         check=False)
 
