@@ -62,6 +62,12 @@ class LakeAssetDef:
     automation_condition: dg.AutomationCondition | None = None
 
     @property
+    def pool(self) -> str:
+        """The concurrency pool of the table's writers: with a limit of 1 (dagster.yaml),
+        two runs writing it queue instead of racing for the commit."""
+        return f"lake/{self.name}"
+
+    @property
     def key(self) -> dg.AssetKey:
         """The asset key (equal to the table path)."""
         return dg.AssetKey(self.name)
@@ -148,6 +154,7 @@ def lake_asset(
             backfill_policy=SINGLE_RUN_BACKFILL if daily else None,
             check_specs=check_specs(definition, checks, blocking),
             can_subset=True,
+            pool=kwargs.pop("pool", definition.pool),
             **kwargs,
         )(body)
 
