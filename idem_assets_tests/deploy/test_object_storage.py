@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing as mp
 from pathlib import Path
 
 import dagster as dg
@@ -26,6 +25,7 @@ from idem_assets_tests.harness import (
     materialization_metadata,
 )
 from idem_assets_tests.lake.rows import order, orders_table
+from idem_assets_tests.processes import race
 
 pytestmark = pytest.mark.slow
 
@@ -129,11 +129,7 @@ def _overwrite_day(uri: str, day: str, first_id: int, barrier) -> tuple[int, boo
 
 def _race(jobs: list[tuple[str, str, int]]) -> list[tuple[int, bool]]:
     """Run overwrites in separate processes, released together by a barrier."""
-    ctx = mp.get_context("spawn")  # children inherit the AWS_* environment, nothing else
-    with ctx.Manager() as manager:
-        barrier = manager.Barrier(len(jobs))
-        with ctx.Pool(len(jobs)) as pool:
-            return pool.starmap(_overwrite_day, [(*job, barrier) for job in jobs])
+    return race(_overwrite_day, jobs)  # children inherit the AWS_* environment
 
 
 def test_two_concurrent_commits_to_one_s3_table_both_land(s3_bucket):

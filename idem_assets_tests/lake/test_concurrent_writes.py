@@ -1,6 +1,5 @@
 """Concurrent writers from separate processes converge to one clean write."""
 
-import multiprocessing as mp
 
 import pytest
 from deltalake import DeltaTable
@@ -8,6 +7,7 @@ from deltalake import DeltaTable
 from idem_assets.lake import LakeTable, fingerprint, merge_upsert, overwrite_partitions, read_rows
 from idem_assets.sample.sources import CUSTOMERS, ORDERS
 from idem_assets_tests.lake.rows import customer, customers_table, day, order, orders_table
+from idem_assets_tests.processes import race
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ def _overwrite(uri: str, barrier) -> bool:
     return result.committed
 
 
-def _merge(uri: str, barrier, n: int) -> bool:
+def _merge(uri: str, n: int, barrier) -> bool:
     barrier.wait()
     rows = customers_table([customer(i, f"v{i % 7}", "2024-03-01T00:00:00") for i in range(n)])
     result = merge_upsert(LakeTable(uri), rows, ["customer_id"], version_column="updated_at",
@@ -34,11 +34,7 @@ def _merge(uri: str, barrier, n: int) -> bool:
 @pytest.mark.parametrize("workers", [2, 4])
 def test_concurrent_overwrites_of_the_same_range(tmp_path, workers):
     uri = str(tmp_path / "orders")
-    ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager:
-        barrier = manager.Barrier(workers)
-        with ctx.Pool(workers) as pool:
-            committed = pool.starmap(_overwrite, [(uri, barrier)] * workers)
+    committed = race(_overwrite, [(uri,)] * workers)
     stored = read_rows(LakeTable(uri).open())
     assert fingerprint(stored) == fingerprint(_orders())
     assert stored.num_rows == 300
@@ -50,11 +46,7 @@ def test_concurrent_overwrites_of_the_same_range(tmp_path, workers):
 @pytest.mark.parametrize("workers", [2, 4])
 def test_concurrent_merges_of_the_same_batch(tmp_path, workers):
     uri = str(tmp_path / "customers")
-    ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager:
-        barrier = manager.Barrier(workers)
-        with ctx.Pool(workers) as pool:
-            pool.starmap(_merge, [(uri, barrier, 200)] * workers)
+    race(_merge, [(uri, 200)] * workers)
     stored = read_rows(LakeTable(uri).open())
     ids = stored.column("customer_id").to_pylist()
     assert len(ids) == len(set(ids)) == 200
