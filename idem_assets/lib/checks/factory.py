@@ -50,10 +50,10 @@ def _unique_key(definition: LakeAssetDef, lake: LakeResource, window: Window,
     """Keys of the partition's rows that appear more than once anywhere in the table."""
     key = list(definition.spec.natural_key)
     column = definition.spec.partition_column
-    by_day = column is not None and window.partitioned and column not in key
+    by_day = column is not None and window.partitioned
     table = target_table(lake, definition.spec, definition.key).open()
-    read = read_rows(table, definition.schema, columns=[*key, column] if by_day else key)
-    frame = pl.from_arrow(read)
+    columns = list(dict.fromkeys([*key, column])) if by_day else key
+    frame = pl.from_arrow(read_rows(table, definition.schema, columns=columns))
     assert isinstance(frame, pl.DataFrame)
     counts = frame.group_by(key).len().filter(pl.col("len") > 1)
     checked = frame.height
@@ -63,12 +63,6 @@ def _unique_key(definition: LakeAssetDef, lake: LakeResource, window: Window,
                                                         closed="left"))
         checked = inside.height
         counts = counts.join(inside.select(key).unique(), on=key, how="semi")
-    elif column is not None and window.partitioned and column in key:
-        assert window.start is not None and window.end is not None
-        counts = counts.filter(pl.col(column).is_between(window.start, window.end,
-                                                         closed="left"))
-        checked = frame.filter(pl.col(column).is_between(window.start, window.end,
-                                                         closed="left")).height
     counts = counts.sort(key)
     surplus = int(counts["len"].sum() - counts.height) if counts.height else 0
     yield dg.AssetCheckResult(
