@@ -9,12 +9,16 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
-import psycopg
-
 from idem_assets.checkpoint.errors import CheckpointError, CheckpointInputError
+
+if TYPE_CHECKING:
+    # Imported where a PostgreSQL store connects (~60 ms a SQLite store never needs).
+    import psycopg
+
+    Connection: TypeAlias = sqlite3.Connection | psycopg.Connection[Any]
 
 SQLITE_PREFIX = "sqlite:///"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -25,8 +29,6 @@ _SCHEMA_LOCK_KEY = 0x1DE3C4EC
 
 _NAMED_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _JSON_ARRAY = re.compile(r"\{json_array:([A-Za-z_]\w*)\}")
-
-Connection = sqlite3.Connection | psycopg.Connection[Any]
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,8 @@ def _switch_to_wal(conn: sqlite3.Connection) -> str:
 
 
 def _connect_postgres(url: str) -> psycopg.Connection[Any]:
+    import psycopg  # here, not at import: see idem_assets._lazy
+
     try:
         # No server-side prepared statements: the optional filters (`:x IS NULL OR ...`)
         # need plans made for the actual values.

@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from idem_assets.checkpoint import sql
-from idem_assets.checkpoint.dialect import Connection, Dialect, connect, redact_url
+from idem_assets.checkpoint.dialect import Dialect, connect, redact_url
 from idem_assets.checkpoint.errors import (
     CheckpointError,
     CheckpointInputError,
@@ -43,6 +43,9 @@ from idem_assets.checkpoint.records import (
     status_value,
     tracker_from_row,
 )
+
+if TYPE_CHECKING:
+    from idem_assets.checkpoint.dialect import Connection
 
 Clock = Callable[[], float]
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import polars as pl
 import pyarrow as pa
 
-FrameLike = pa.Table | pl.DataFrame | Any
+from idem_assets._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    FrameLike: TypeAlias = pa.Table | pl.DataFrame | Any
+else:
+    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
+    # For annotations only; spelling out pl.DataFrame here would import polars.
+    FrameLike = Any
 
 
 WRITABLE = ("pyarrow.Table", "pyarrow.RecordBatchReader", "polars.DataFrame",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
+from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
 from idem_assets.lake.dedupe import DedupeResult, dedupe_newest, survivors
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
@@ -24,6 +24,11 @@ from idem_assets.lake.tables import (
     table_schema,
     with_commit_retries,
 )
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
 
 STRATEGY = "merge"
 _TIE = "__idem_tie"

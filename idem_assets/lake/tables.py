@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties
@@ -98,6 +97,8 @@ def _batches(reader: Any) -> Iterator[pa.RecordBatch]:
 
 
 def _matching(reader: Any, keys: tuple[str, pa.Array]) -> Iterator[pa.RecordBatch]:
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
     column, values = keys
     wanted = pl.DataFrame({column: pl.from_arrow(values)}).unique()
     pending: list[pa.RecordBatch] = []

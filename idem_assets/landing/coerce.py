@@ -9,13 +9,19 @@ naive timestamps, epoch units, decimal and thousands separators) or it is quaran
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import polars as pl
 import pyarrow as pa
 
+from idem_assets._lazy import lazy_module
 from idem_assets.landing import numbers
 from idem_assets.landing.contract import EpochUnit, SourceContract
 from idem_assets.landing.raw import MAX_FIELD_BYTES
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
 
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 # Date, T or space, time, optional fraction of 0-9 digits, optional offset (Z, +hh:mm,

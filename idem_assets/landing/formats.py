@@ -6,7 +6,6 @@ import csv
 import io
 import re
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -20,6 +19,8 @@ _LINE_STARTS_BLANK = re.compile(rb"\n[\n\r \t]")
 
 def row_numbers(count: int) -> pa.Array:
     """1..count as an int64 array."""
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
     return pl.int_range(1, count + 1, dtype=pl.Int64, eager=True).to_arrow()
 
 
@@ -139,6 +140,8 @@ def _data_lines(data: bytes) -> int:
 
 
 def _read_jsonl(data: bytes, relpath: str, string_columns: frozenset[str]) -> RawRows:
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
     try:
         frame = pl.read_ndjson(
             io.BytesIO(data),

@@ -5,13 +5,19 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import polars as pl
 import pyarrow as pa
 
+from idem_assets._lazy import lazy_module
 from idem_assets.landing.coerce import ReadAs, coerce
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.raw import RawRows, raw_record_json, unique_names
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
 
 QUARANTINE_SCHEMA = pa.schema(
     [

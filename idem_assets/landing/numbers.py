@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import polars as pl
+from idem_assets._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
+
 
 DECIMAL_SEPARATORS = (".", ",")
 THOUSANDS_SEPARATORS = (",", ".", " ", "'", "_")

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from idem_assets.landing.reader import day_signature, read_days
 from idem_assets.landing.writers import PlannedFile, file_bytes, write_atomically
 from idem_assets.sample.sources import ORDERS, SOURCES
@@ -91,6 +89,8 @@ def write_late_orders(landing_dir: str | Path, day: dt.date, seed: int, n: int) 
     so the same call on the same folder writes the same file, and each further call adds
     another, newer one.
     """
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
     signature = day_signature(landing_dir, ORDERS, day)
     if signature is None:
         raise ValueError(f"no orders files for {day} under {landing_dir}: nothing to update")

@@ -4,7 +4,6 @@
 import datetime as dt
 
 import dagster as dg
-import polars as pl
 import pyarrow as pa
 
 from idem_assets.defs.sales.checks import RECONCILIATION
@@ -30,6 +29,8 @@ SALES_SCHEMA = pa.schema(
 
 def aggregate_sales(orders: pa.Table, start: dt.date, end: dt.date) -> pa.Table:
     """One row per day of ``[start, end)``: order count, revenue and buyers (zeros if none)."""
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
     frame = pl.from_arrow(orders.select(["order_date", "customer_id", "amount", "status"]))
     assert isinstance(frame, pl.DataFrame)
     earns = ~pl.col("status").is_in(NON_REVENUE_STATUSES)

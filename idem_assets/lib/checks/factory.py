@@ -3,7 +3,6 @@
 from collections.abc import Iterator
 
 import dagster as dg
-import polars as pl
 
 from idem_assets.io_manager import Window, compare, prepare, target_table
 from idem_assets.lake import read_rows
@@ -48,6 +47,8 @@ RERUN_EQUALITY_CHECK = LakeCheck(
 def _unique_key(definition: LakeAssetDef, lake: LakeResource, window: Window,
                 _: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
     """Keys of the partition's rows that appear more than once anywhere in the table."""
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
     key = list(definition.spec.natural_key)
     column = definition.spec.partition_column
     by_day = column is not None and window.partitioned

@@ -10,16 +10,16 @@ One read of a partition's landing files reports each of them:
   loaded rows breaking it, with the rule's severity (WARN by default).
 """
 
+from __future__ import annotations
 
 import datetime as dt
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import polars as pl
 
 from idem_assets.io_manager import Window, prepare
 from idem_assets.landing.reader import LandingBatch
@@ -29,6 +29,9 @@ from idem_assets.lib.checks.conservation import CONSERVATION, conservation_resul
 from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.lib.landing_io import read_landing
 from idem_assets.resources import LakeResource
+
+if TYPE_CHECKING:
+    import polars as pl
 
 QUARANTINE_SHARE = "quarantine_share"
 DEFAULT_QUARANTINE_SHARE = 0.01
@@ -196,6 +199,8 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
 
     def evaluate(definition: LakeAssetDef, lake: LakeResource, window: Window,
                  selected: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
+        import polars as pl  # here, not at import: see idem_assets._lazy
+
         batch = read_landing(lake, contract, window)
         rows = definition.derive(batch.rows) if definition.derive else batch.rows
         deduplicated = prepare(definition.spec, rows, definition.schema)
