@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import sys
+
 import dagster as dg
 
+from idem_assets.lib import default_resources
 from idem_assets_tests.harness import day_keys, new_project
 
 DOWNSTREAM = (dg.AssetKey("daily_sales"), dg.AssetKey("notifications"))
@@ -36,3 +40,73 @@ def test_an_updated_orders_partition_requests_its_downstream_partition_exactly_o
                                              cursor=tick.cursor)
     assert _requested(tick) == {key: {first, second} for key in DOWNSTREAM}
 
+
+
+def test_a_landing_run_that_also_built_daily_sales_leaves_automation_nothing_to_request(tmp_path):
+    """orders' landing sensor requests daily_sales in the same run: automation adds no second."""
+    project = new_project(tmp_path, days=1)
+    (day,) = day_keys(1)
+    definitions = project.definitions()
+    tick = dg.evaluate_automation_conditions(defs=definitions, instance=project.instance)
+    assert project.run_days(day, assets=["orders", "daily_sales"]).success
+    tick = dg.evaluate_automation_conditions(defs=definitions, instance=project.instance,
+                                             cursor=tick.cursor)
+    assert _requested(tick) == {dg.AssetKey("daily_sales"): set(),
+                                dg.AssetKey("notifications"): {day}}
+
+
+CRON_SOURCE = """\
+type: idem_assets.lib.LandingSourceComponent
+attributes:
+  name: feed
+  first_day: 2024-03-01
+  columns:
+    - {name: id, type: int64}
+    - {name: day, type: date}
+  natural_key: [id]
+  partition_date: day
+post_processing:
+  assets:
+    - target: "*"
+      attributes:
+        automation_condition: "{{ dg.AutomationCondition.on_cron('0 6 * * *') }}"
+"""
+
+
+def test_a_yaml_source_takes_its_automation_condition_from_post_processing(tmp_path):
+    """A declared source is automated the Dagster way: `post_processing` in its defs.yaml."""
+    project = tmp_path / "project"
+    (project / "feed_defs" / "defs" / "feed").mkdir(parents=True)
+    (project / "feed_defs" / "__init__.py").write_text("")
+    (project / "feed_defs" / "defs" / "__init__.py").write_text("")
+    (project / "feed_defs" / "defs" / "feed" / "defs.yaml").write_text(CRON_SOURCE)
+    (project / "pyproject.toml").write_text(
+        '[tool.dg]\ndirectory_type = "project"\n[tool.dg.project]\n'
+        'root_module = "feed_defs"\ndefs_module = "feed_defs.defs"\n')
+    sys.path.insert(0, str(project))
+    try:
+        definitions = dg.Definitions.merge(dg.load_from_defs_folder(path_within_project=project),
+                                           dg.Definitions(resources=default_resources()))
+    finally:
+        sys.path.remove(str(project))
+        for name in [m for m in sys.modules if m.startswith("feed_defs")]:
+            del sys.modules[name]
+    feed = dg.AssetKey("feed")
+    spec = next(s for s in definitions.resolve_all_asset_specs() if s.key == feed)
+    assert spec.automation_condition is not None
+    assert "0 6 * * *" in str(spec.automation_condition.get_label() or spec.automation_condition)
+
+    instance = dg.DagsterInstance.ephemeral()
+    before = dt.datetime(2024, 3, 5, 5, 0, tzinfo=dt.UTC)
+    tick = dg.evaluate_automation_conditions(defs=definitions, instance=instance,
+                                             evaluation_time=before)
+    assert tick.total_requested == 0
+    # 06:00 passed: the day that just ended is requested, once.
+    after = before + dt.timedelta(hours=2)
+    tick = dg.evaluate_automation_conditions(defs=definitions, instance=instance,
+                                             cursor=tick.cursor, evaluation_time=after)
+    assert set(tick.get_requested_partitions(feed)) == {"2024-03-04"}
+    tick = dg.evaluate_automation_conditions(defs=definitions, instance=instance,
+                                             cursor=tick.cursor,
+                                             evaluation_time=after + dt.timedelta(minutes=30))
+    assert tick.total_requested == 0

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import dagster as dg
@@ -15,6 +16,7 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.sample.generator import generate
 from idem_assets_tests.harness import START, day_keys
+from idem_assets_tests.ui.server import start_dagster_dev
 
 pytestmark = pytest.mark.slow
 
@@ -86,3 +88,20 @@ def test_make_run_turns_the_automation_sensor_on(tmp_path: Path):
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
     states = {s.instigator_name: s.status.value for s in instance.all_instigator_state()}
     assert states["lake_automation"] == "RUNNING"
+
+
+_ASSETS = "query { assetNodes { assetKey { path } } }"
+
+
+def test_dg_dev_serves_the_project_ui(tmp_path: Path):
+    """`dg dev` (found from pyproject.toml, no workspace file) loads the code location."""
+    server = start_dagster_dev(tmp_path, days=1, launcher="dg")
+    try:
+        nodes = server.graphql(_ASSETS)["assetNodes"]
+        with urllib.request.urlopen(f"{server.url}/server_info", timeout=30) as response:
+            assert response.status == 200
+    finally:
+        server.stop()
+    assets = {"/".join(node["assetKey"]["path"]) for node in nodes}
+    assert {"orders", "customers", "events", "daily_sales", "notifications",
+            "tpch_lineitem"} <= assets

@@ -169,10 +169,11 @@ def dagster_dev_env(root: Path, state_url: str | None = None) -> dict[str, str]:
 
 def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None, *,
                       profile: Path = ROOT / "dagster.yaml",
-                      state_url: str | None = None) -> DagsterDev:
+                      state_url: str | None = None, launcher: str = "dagster") -> DagsterDev:
     """Generate landing data, copy the instance profile into DAGSTER_HOME, start `dagster dev`.
 
     Variables a profile reads (DAGSTER_PG_* for PostgreSQL) come from this environment.
+    ``launcher="dg"`` starts ``dg dev`` instead, which finds the project from pyproject.toml.
     """
     generate(root / "landing", START, days, seed=7)
     home = root / "dagster_home"
@@ -182,13 +183,18 @@ def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None, *
     port = free_port()
     log_path = log_path or root / "dagster-dev.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    dagster = Path(sys.executable).with_name("dagster")
+    executable = str(Path(sys.executable).with_name(launcher))
+    command = {
+        "dagster": [executable, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        "dg": [executable, "dev", "--host", "127.0.0.1", "--port", str(port)],
+    }[launcher]
+    env = dagster_dev_env(root, state_url)
+    # dg runs the project from its own virtualenv: the one these tests run in.
+    env["VIRTUAL_ENV"] = str(Path(sys.executable).parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT, env=dagster_dev_env(root, state_url), stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
     server = DagsterDev(root=root, port=port, process=process, log_path=log_path)
     try:
         server.wait_until_loaded()
