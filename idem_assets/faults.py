@@ -7,6 +7,10 @@ environment variable ``IDEM_CRASH_AT`` names that point when the call runs:
 - ``IDEM_CRASH_AT=lake.after_commit/orders`` kills at the first hit of that point;
 - ``IDEM_CRASH_AT=outbox.sent_unsettled:3`` kills at its third hit in this process.
 
+With ``IDEM_CRASH_ONCE=<path>`` as well, the point fires in one process only: the first to
+reach it creates ``<path>`` (exclusively) and dies; every later process, such as the run a
+retry launches with the same environment, finds the file and goes on.
+
 The kill is a real ``SIGKILL``: no ``finally``, no ``atexit``, no flush, exactly like
 the OOM killer or a pulled plug. Just before it, one line naming the point is written
 (unbuffered) to stderr so the parent process can prove where the child died. The
@@ -19,6 +23,7 @@ import os
 import signal
 
 CRASH_ENV = "IDEM_CRASH_AT"
+CRASH_ONCE_ENV = "IDEM_CRASH_ONCE"
 CRASH_MARKER = "idem-crash-point"
 
 # Hits per point, counted only for the point the environment names (one per process).
@@ -46,7 +51,19 @@ def crash_point(name: str) -> None:
     if target is None or target[0] != name:
         return
     _hits[name] = _hits.get(name, 0) + 1
-    if _hits[name] < target[1]:
+    if _hits[name] < target[1] or not _first_to_fire():
         return
     os.write(2, f"{CRASH_MARKER} {name}:{_hits[name]} pid={os.getpid()}\n".encode())
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _first_to_fire() -> bool:
+    """True unless ``IDEM_CRASH_ONCE`` names a file an earlier process already created."""
+    marker = os.environ.get(CRASH_ONCE_ENV)
+    if not marker:
+        return True
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True

@@ -169,7 +169,8 @@ def dagster_dev_env(root: Path, state_url: str | None = None) -> dict[str, str]:
 
 def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None, *,
                       profile: Path = ROOT / "dagster.yaml",
-                      state_url: str | None = None, launcher: str = "dagster") -> DagsterDev:
+                      state_url: str | None = None, launcher: str = "dagster",
+                      extra_env: dict[str, str] | None = None) -> DagsterDev:
     """Generate landing data, copy the instance profile into DAGSTER_HOME, start `dagster dev`.
 
     Variables a profile reads (DAGSTER_PG_* for PostgreSQL) come from this environment.
@@ -188,7 +189,7 @@ def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None, *
         "dagster": [executable, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         "dg": [executable, "dev", "--host", "127.0.0.1", "--port", str(port)],
     }[launcher]
-    env = dagster_dev_env(root, state_url)
+    env = {**dagster_dev_env(root, state_url), **(extra_env or {})}
     # dg runs the project from its own virtualenv: the one these tests run in.
     env["VIRTUAL_ENV"] = str(Path(sys.executable).parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
