@@ -123,3 +123,30 @@ def test_an_unpartitioned_asset_reports_one_result(tmp_path):
     # One execution per run, none left PLANNED beside it.
     records = _history(project.instance, catalog, "rerun_equality")
     assert [r.status for r in records] == [AssetCheckExecutionRecordStatus.SUCCEEDED] * 2
+
+
+def test_a_key_stored_on_two_days_fails_unique_natural_key_on_both_days_only(tmp_path):
+    project = new_project(tmp_path, days=3)
+    keys = day_keys(3)
+    assert project.run_days(keys[0], keys[-1]).success
+    table = project.lake.table("orders").open()
+    first = date_range("order_date", dt.date.fromisoformat(keys[0]),
+                       dt.date.fromisoformat(keys[1]))
+    row = read_rows(table, ranges=[first]).slice(0, 1)
+    # The same order again, on the last day: appended with delta-rs behind the lake's back.
+    moved = row.set_column(row.schema.get_field_index("order_date"), "order_date",
+                           pa.array([dt.date.fromisoformat(keys[2])],
+                                    row.schema.field("order_date").type))
+    write_deltalake(table, moved, mode="append")
+
+    result = _checks_only(project, keys)
+    assert not result.success  # orders' checks are blocking
+    unique = _by_check(result, ORDERS)["unique_natural_key"]
+    assert sorted(unique) == keys
+    assert [unique[k].passed for k in keys] == [False, True, False]
+    for day in (keys[0], keys[2]):
+        metadata = unique[day].metadata
+        assert metadata["duplicated_keys"].value == 1
+        assert metadata["surplus_rows"].value == 1
+        sample = metadata["sample"].value
+        assert sample == [{"order_id": row.column("order_id")[0].as_py(), "len": 2}]

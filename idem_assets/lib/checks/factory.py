@@ -1,6 +1,9 @@
 """The standard checks of a lake asset: rerun equality, unique natural key, landing checks."""
 
+from __future__ import annotations
+
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
@@ -10,6 +13,11 @@ from idem_assets.lib.checks.base import CheckName, LakeCheck
 from idem_assets.lib.checks.landing import landing_checks
 from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.resources import LakeResource
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+    from deltalake import DeltaTable
 
 RERUN_EQUALITY = "rerun_equality"
 UNIQUE_NATURAL_KEY = "unique_natural_key"
@@ -49,15 +57,13 @@ def _unique_key(definition: LakeAssetDef, lake: LakeResource, window: Window,
     """Keys of the partition's rows that appear more than once anywhere in the table."""
     import polars as pl  # here, not at import: see idem_assets._lazy
 
-    key = list(definition.spec.natural_key)
+    key = tuple(definition.spec.natural_key)
     column = definition.spec.partition_column
     by_day = column is not None and window.partitioned
     table = target_table(lake, definition.spec, definition.key).open()
-    columns = list(dict.fromkeys([*key, column])) if by_day else key
-    frame = pl.from_arrow(read_rows(table, definition.schema, columns=columns))
-    assert isinstance(frame, pl.DataFrame)
-    counts = frame.group_by(key).len().filter(pl.col("len") > 1)
-    checked = frame.height
+    columns = tuple(dict.fromkeys([*key, column])) if by_day else key
+    frame, repeated = _key_counts(table, definition.schema, columns, key)
+    counts, checked = repeated, frame.height
     if by_day:
         assert column is not None and window.start is not None and window.end is not None
         inside = frame.filter(pl.col(column).is_between(window.start, window.end,
@@ -77,6 +83,31 @@ def _unique_key(definition: LakeAssetDef, lake: LakeResource, window: Window,
             "sample": dg.MetadataValue.json(counts.head(_SAMPLE).to_dicts()),
         },
     )
+
+
+# The days of one run ask about the same table version: its keys are read and counted once
+# (a 30-day backfill of a merge table read every key 30 times before). One entry: the table
+# a step is checking.
+_KEY_COUNTS: dict[tuple, tuple[pl.DataFrame, pl.DataFrame]] = {}
+
+
+def _key_counts(table: DeltaTable | None, schema: pa.Schema | None, columns: tuple[str, ...],
+                key: tuple[str, ...]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The table's key (and day) columns, and the keys stored more than once with their count."""
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
+    # A table's id changes when it is recreated at the same path; its version with each commit.
+    identity = None if table is None else (table.table_uri, table.metadata().id,
+                                           table.version(), columns)
+    if identity is not None and identity in _KEY_COUNTS:
+        return _KEY_COUNTS[identity]
+    frame = pl.from_arrow(read_rows(table, schema, columns=list(columns)))
+    assert isinstance(frame, pl.DataFrame)
+    counts = frame.group_by(list(key)).len().filter(pl.col("len") > 1)
+    if identity is not None:
+        _KEY_COUNTS.clear()
+        _KEY_COUNTS[identity] = (frame, counts)
+    return frame, counts
 
 
 def unique_key_check(definition: LakeAssetDef) -> LakeCheck:
