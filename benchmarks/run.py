@@ -1,10 +1,14 @@
 """``make bench``: every benchmark family side by side, into benchmarks/RESULTS.md + plots.
 
-``python -m benchmarks.run [--quick] [--reps N]``. Families: partition overwrite and
-no-op rerun (TPC-H orders as one day), the drop-in for dagster-deltalake (the same
-assets through its IO manager and ours), MERGE (synthetic customers, 1M and 10M rows),
-fingerprint (TPC-H lineitem), backfill through Dagster, and the checkpoint and Spark
-benchmarks (their own modules, collected here).
+``python -m benchmarks.run [--quick] [--reps N] [--only FAMILY ...]``. Families: partition
+overwrite and no-op rerun (TPC-H orders as one day), the drop-in for dagster-deltalake (the
+same assets through its IO manager and ours), MERGE (synthetic customers, 1M and 10M rows),
+fingerprint (TPC-H lineitem), backfill through Dagster, fast runs (the code location's import
+and ``dg launch`` runs, in-process and multiprocess), and the checkpoint and Spark benchmarks
+(their own modules, collected here).
+
+``--only`` runs some families and merges them into the existing RESULTS.md: their sections
+and Targets rows are replaced, every other family's are kept as they were.
 """
 
 from __future__ import annotations
@@ -21,6 +25,18 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
 PLOTS = HERE / "results"
+# Each family's section of RESULTS.md starts with its heading, in report order.
+HEADINGS = {
+    "overwrite": "## Partition overwrite, no-op rerun, naive baseline",
+    "dropin": "## Drop-in for dagster-deltalake",
+    "merge": "## MERGE",
+    "fingerprint": "## Fingerprint",
+    "backfill": "## Backfill through Dagster",
+    "fast_runs": "## Fast runs: importing the code location, runs from the CLI",
+    "checkpoint": "## Checkpoint (from `benchmarks.checkpoint_bench`)",
+    "spark": "## Spark (from `benchmarks.spark_bench`)",
+}
+TARGETS = "## Targets"
 
 
 def machine() -> str:
@@ -67,21 +83,56 @@ def _external(module: str, quick: bool) -> str:
     return ""
 
 
+def split_report(text: str) -> tuple[str, dict[str, str]]:
+    """RESULTS.md as (what precedes the first section, heading -> that section's text).
+
+    Sections start at a family's heading line or the Targets heading and run to the next;
+    anything else (a family's own ``#`` or ``##`` lines) stays inside its section.
+    """
+    known = {*HEADINGS.values(), TARGETS}
+    head: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current = head
+    for line in text.splitlines():
+        if line.rstrip() in known:
+            current = sections.setdefault(line.rstrip(), [])
+        current.append(line)
+    return "\n".join(head), {k: "\n".join(v).rstrip("\n") + "\n" for k, v in sections.items()}
+
+
+def merge_report(old: str, blocks: dict[str, list[str]], numbers: dict[str, Any],
+                 ran: set[str]) -> str:
+    """The existing report with the families in ``ran`` replaced (sections and Targets rows)."""
+    from benchmarks.targets import merged_summary
+
+    head, sections = split_report(old)
+    targets = merged_summary(sections.get(TARGETS, ""), numbers, ran)
+    parts = [head.rstrip("\n") + "\n"] + ([targets] if targets else [])
+    for family, heading in HEADINGS.items():
+        if family in ran:
+            parts.append("\n".join(blocks[family]).rstrip("\n") + "\n")
+        elif heading in sections:
+            parts.append(sections[heading])
+    return "\n".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the families and write the report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one repetition")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--only", nargs="*", default=None,
-                        help="families: overwrite dropin merge fingerprint backfill checkpoint "
-                        "spark")
+                        help=f"families: {' '.join(HEADINGS)}; the others' sections of "
+                        "RESULTS.md are kept")
     parser.add_argument("--reuse", nargs="*", default=[],
                         help="collect these external families' last results instead of "
                         "re-running them (checkpoint, spark)")
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.quick else 3)
-    wanted = set(args.only or ["overwrite", "dropin", "merge", "fingerprint", "backfill",
-                               "checkpoint", "spark"])
+    wanted = set(args.only or HEADINGS)
+    unknown = wanted - set(HEADINGS)
+    if unknown:
+        parser.error(f"unknown families: {' '.join(sorted(unknown))}")
     # Sub-second samples in fresh processes vary by ±10%: more of them for these ratios.
     short_reps = reps if args.quick else max(reps, 7)
     PLOTS.mkdir(exist_ok=True)
@@ -89,79 +140,102 @@ def main(argv: list[str] | None = None) -> int:
         "# Benchmark results", "",
         f"Generated by `make bench`{' (--quick)' if args.quick else ''} on {machine()}. "
         f"Each contender ran {reps}× alternately ({max(reps, 7) if not args.quick else reps}× "
-        "for the sub-second cases 1, 2, 2b and D), each sample in a fresh process; times are "
+        "for the sub-second cases 1, 2, 2b and D and the imports of F1), each sample in a fresh "
+        "process; times are "
         "medians with the min–max spread, memory is the sample process's peak RSS.", "",
     ]
     numbers: dict[str, Any] = {}
+    # family -> its section's lines, the heading first
+    blocks: dict[str, list[str]] = {f: [HEADINGS[f], ""] for f in HEADINGS if f in wanted}
     if "overwrite" in wanted:
         from benchmarks.cases import overwrite
 
         md, numbers["overwrite"] = overwrite.run(0.2 if args.quick else 1.0, short_reps)
-        sections += ["## Partition overwrite, no-op rerun, naive baseline", "", md]
+        blocks["overwrite"] += [md]
         bars(PLOTS / "overwrite.png", "Partition overwrite of one day",
              {"first write": numbers["overwrite"]["first"],
               "rerun, same content": numbers["overwrite"]["rerun"]})
-        sections.append("![overwrite](results/overwrite.png)\n")
+        blocks["overwrite"].append("![overwrite](results/overwrite.png)\n")
         from benchmarks.cases import asset_rerun, stream_write
 
         md, numbers["stream_write"] = stream_write.run_case(0.2 if args.quick else 1.0, reps)
-        sections += [md]
+        blocks["overwrite"] += [md]
 
         md, numbers["asset_rerun"] = asset_rerun.run_case(0.2 if args.quick else 1.0,
                                                           short_reps)
-        sections += [md]
+        blocks["overwrite"] += [md]
     if "dropin" in wanted:
         from benchmarks.cases import dropin
 
         md, numbers["dropin"] = dropin.run_family(0.2 if args.quick else 1.0, short_reps)
-        sections += ["## Drop-in for dagster-deltalake", "", md]
+        blocks["dropin"] += [md]
         from benchmarks.cases import dropin_cost
 
         md, numbers["dropin"]["cost"] = dropin_cost.run_family(0.2 if args.quick else 1.0,
                                                                short_reps)
-        sections += [md]
+        blocks["dropin"] += [md]
         bars(PLOTS / "dropin.png", "dagster-deltalake's IO manager and ours, constructed alike",
              dropin.plot_groups(numbers["dropin"]))
-        sections.append("![dropin](results/dropin.png)\n")
+        blocks["dropin"].append("![dropin](results/dropin.png)\n")
     if "merge" in wanted:
         from benchmarks.cases import merge
 
         sizes = (100_000, 1_000_000) if args.quick else (1_000_000, 10_000_000)
         md, numbers["merge"] = merge.run(sizes, reps)
-        sections += ["## MERGE", "", md]
+        blocks["merge"] += [md]
         groups: dict[str, dict[str, float]] = {}
         for key, value in numbers["merge"].items():
             shape, n, name = key.split("/", 2)
             groups.setdefault(f"{shape} {int(n):,}", {})[name] = value
         bars(PLOTS / "merge.png", "MERGE of 1% changed customers", groups)
-        sections.append("![merge](results/merge.png)\n")
+        blocks["merge"].append("![merge](results/merge.png)\n")
     if "fingerprint" in wanted:
         from benchmarks.cases import fingerprint
 
         md, numbers["fingerprint"] = fingerprint.run(0.2 if args.quick else 1.0, reps)
-        sections += ["## Fingerprint", "", md]
+        blocks["fingerprint"] += [md]
         bars(PLOTS / "fingerprint.png", "Fingerprint and rerun check",
              {"hash a table": numbers["fingerprint"]["hash"],
               "check vs write": numbers["fingerprint"]["check"]})
-        sections.append("![fingerprint](results/fingerprint.png)\n")
+        blocks["fingerprint"].append("![fingerprint](results/fingerprint.png)\n")
     if "backfill" in wanted:
         from benchmarks.cases import backfill
 
         md, numbers["backfill"] = backfill.run(30, 1.0 if args.quick else 10.0, reps)
-        sections += ["## Backfill through Dagster", "", md]
+        blocks["backfill"] += [md]
         bars(PLOTS / "backfill.png", "30-day backfill", {"30 days": numbers["backfill"]})
-        sections.append("![backfill](results/backfill.png)\n")
+        blocks["backfill"].append("![backfill](results/backfill.png)\n")
+    if "fast_runs" in wanted:
+        from benchmarks.cases import fast_runs
+
+        md, numbers["fast_runs"] = fast_runs.run_family(reps, short_reps)
+        blocks["fast_runs"] += [md]
+        bars(PLOTS / "fast_runs.png", "Import of the code location and dg launch runs",
+             fast_runs.plot_groups(numbers["fast_runs"]))
+        blocks["fast_runs"].append("![fast_runs](results/fast_runs.png)\n")
     for family, module, result in (("checkpoint", "benchmarks.checkpoint_bench", "checkpoint"),
                                    ("spark", "benchmarks.spark_bench", "spark")):
         if family not in wanted:
             continue
         failure = "" if family in args.reuse else _external(module, args.quick)
         body = failure or (PLOTS / f"{result}.md").read_text()
-        sections += [f"## {family.capitalize()} (from `{module}`)", "", body, "",
-                     f"![{result}](results/{result}.png)\n"]
+        blocks[family] += [body, "", f"![{result}](results/{result}.png)\n"]
+    if wanted != set(HEADINGS) and RESULTS.exists():
+        for family, block in blocks.items():
+            if family in args.reuse:
+                continue  # collected as it was: its own text says when it ran
+            block[1:1] = ["", f"_This section alone: `python -m benchmarks.run --only {family}"
+                          f"{' --quick' if args.quick else ''}"
+                          f"{f' --reps {args.reps}' if args.reps else ''}` on {machine()}._"]
+        RESULTS.write_text(merge_report(RESULTS.read_text(), blocks, numbers, wanted))
+        print(RESULTS.read_text())
+        return 0
     from benchmarks.targets import summary
 
-    sections[4:4] = [summary(numbers)]  # after the title and the run's description
+    sections.append(summary(numbers))  # after the title and the run's description
+    for family in HEADINGS:
+        if family in blocks:
+            sections += blocks[family]
     RESULTS.write_text("\n".join(sections))
     print(RESULTS.read_text())
     return 0

@@ -54,6 +54,10 @@ def test_a_backfill_range_reports_every_check_for_every_day(tmp_path):
     for name in CHECKS:
         assert sorted(checks[name]) == keys, name
         assert all(e.passed for e in checks[name].values()), name
+    # Each evaluation names the materialization it checked: that day's, of this run.
+    targets = {e.partition: e.target_materialization_data
+               for e in checks["rerun_equality"].values()}
+    assert all(t is not None and t.run_id == result.run_id for t in targets.values()), targets
     # The metadata is the day's own: its range and rows.
     day = checks["rerun_equality"][keys[1]]
     assert day.metadata["partition_range"].value == f"[{keys[1]}, {day_keys(3)[2]})"
@@ -74,7 +78,8 @@ def test_a_backfill_range_reports_every_check_for_every_day(tmp_path):
 def test_a_row_changed_behind_the_lake_turns_only_its_day_red(tmp_path):
     project = new_project(tmp_path, days=3)
     keys = day_keys(3)
-    assert project.run_days(keys[0], keys[-1]).success
+    first = project.run_days(keys[0], keys[-1])
+    assert first.success
     table = project.lake.table("orders").open()
     version = table.version()
     # One order of the middle day gets another amount, written with delta-rs directly.
@@ -98,6 +103,8 @@ def test_a_row_changed_behind_the_lake_turns_only_its_day_red(tmp_path):
     equality = _by_check(result, ORDERS)["rerun_equality"]
     assert sorted(equality) == keys
     assert [equality[k].passed for k in keys] == [True, False, True]
+    # A checks-only run checks what the last materializing run stored.
+    assert {e.target_materialization_data.run_id for e in equality.values()} == {first.run_id}
     bad = equality[keys[1]]
     # The changed row as stored and as a clean rerun computes it: two rows differ.
     assert bad.metadata["rows_differing"].value == 2

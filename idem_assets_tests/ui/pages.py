@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from idem_assets_tests.ui.browser import (
     BACKFILL_TIMEOUT_MS,
@@ -141,3 +141,100 @@ def backfill_status(page: Page) -> str:
     match = final.search(page.locator("body").inner_text())
     assert match is not None
     return match.group(1)
+
+
+def open_check(page: Page, server: DagsterDev, asset: str, check: str) -> None:
+    """The asset's Checks tab with one check selected."""
+    page.goto(f"{server.url}/assets/{asset}")
+    page.get_by_role("tab", name="Checks").click()
+    page.get_by_text(check, exact=True).first.click()
+    expect(page).to_have_url(re.compile(rf"[?&]checkDetail={check}(&|$)"))
+
+
+def _execution_history(page: Page) -> list[dict[str, str]]:
+    """The open check's Execution history table, newest first: column -> cell text per row."""
+    page.get_by_role("tab", name="Execution history").click()
+    table = page.get_by_role("table").filter(
+        has=page.get_by_role("columnheader", name="Partition", exact=True))
+    rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
+    expect(rows.first).to_be_visible()
+    columns = [text.strip() for text in table.get_by_role("columnheader").all_inner_texts()]
+    return [dict(zip(columns, (text.strip() for text in row.get_by_role("cell").all_inner_texts()),
+                     strict=True))
+            for row in rows.all()]
+
+
+def check_partition_statuses(page: Page, server: DagsterDev, asset: str,
+                             check: str) -> dict[str, str]:
+    """A check's Execution history: partition -> result of its newest evaluation (Passed…)."""
+    open_check(page, server, asset, check)
+    statuses: dict[str, str] = {}
+    for row in _execution_history(page):  # the UI lists the newest evaluation first
+        statuses.setdefault(row["Partition"], row["Evaluation result"])
+    return statuses
+
+
+def _metadata_rows(scope: Locator) -> dict[str, str]:
+    """A metadata table's rows (key cell, value cell) inside ``scope``."""
+    rows = scope.get_by_role("row").filter(has=scope.page.get_by_role("cell"))
+    expect(rows.first).to_be_visible()
+    found = {}
+    for row in rows.all():
+        cells = [text.strip() for text in row.get_by_role("cell").all_inner_texts()]
+        if len(cells) == 2:
+            found[cells[0]] = cells[1]
+    return found
+
+
+def check_evaluation_metadata(page: Page, partition: str) -> dict[str, str]:
+    """Execution history (open check): the newest evaluation of ``partition``, its metadata
+    from the row's "View metadata" dialog and its description (under "description")."""
+    description = next(row["Description"] for row in _execution_history(page)
+                       if row["Partition"] == partition)
+    history = page.get_by_role("table").filter(
+        has=page.get_by_role("columnheader", name="Partition", exact=True))
+    row = history.get_by_role("row").filter(
+        has=page.get_by_role("cell", name=partition, exact=True)).first
+    row.get_by_role("button", name="metadata").click()
+    dialog = page.get_by_role("dialog").filter(has=page.get_by_text("Metadata", exact=True))
+    expect(dialog).to_be_visible()
+    metadata = _metadata_rows(dialog)
+    dialog.get_by_role("button", name="Close").click()
+    expect(dialog).to_be_hidden()
+    return {**metadata, "description": description}
+
+
+def check_partition_detail(page: Page, partition: str) -> dict[str, str]:
+    """The open check's Partitions tab: pick ``partition``; its latest result, description
+    and metadata as the detail panel shows them (result under "result")."""
+    page.get_by_role("tab", name="Partitions").last.click()
+    page.get_by_placeholder("Filter by partition…").fill(partition)
+    page.locator(f'[data-tooltip="{partition}"]').click()
+    panel = page.locator("div").filter(
+        has=page.get_by_text("Latest execution", exact=True)).filter(
+        has=page.get_by_text("Metadata", exact=True)).last
+    expect(panel).to_be_visible()
+    expect(panel).to_contain_text(re.compile(rf"^{re.escape(partition)}"))
+    lines = [line.strip() for line in panel.inner_text().splitlines() if line.strip()]
+    # The panel opens with the partition key (a measured copy too) and the result's tag.
+    while lines and lines[0] == partition:
+        lines.pop(0)
+    heading = lines.index("Description") if "Description" in lines else None
+    description = lines[heading + 1] if heading is not None else ""
+    return {**_metadata_rows(panel), "result": lines[0], "description": description}
+
+
+def check_partition_counts(page: Page, selection: str) -> dict[str, int]:
+    """The open check's Partitions tab over ``selection``: its counters (Passed, Failed…)."""
+    page.get_by_role("tab", name="Partitions").last.click()
+    page.get_by_placeholder("Filter by partition…").fill("")  # the list's filter narrows too
+    box = page.get_by_placeholder(re.compile(r"^ex: "))
+    box.fill(selection)
+    box.press("Enter")
+    expect(page.get_by_text(re.compile(r"^\d+ Partitions? Selected$"))).to_be_visible()
+    counters = page.get_by_text(re.compile(r"^[A-Z][A-Za-z ]+ \(\d+\)$"))
+    found = {}
+    for text in counters.all_inner_texts():
+        name, _, count = text.strip().rpartition(" (")
+        found[name] = int(count.rstrip(")"))
+    return found

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
+import dagster as dg
+import pyarrow as pa
 import pytest
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+from deltalake import write_deltalake
 from playwright.sync_api import Page, expect
 
 from idem_assets.definitions import defs
 from idem_assets.defs.automation.jobs import DAILY_ASSETS
-from idem_assets.lake import LakeTable
+from idem_assets.lake import LakeTable, read_rows
+from idem_assets.lake.predicates import conjunction, date_range
 from idem_assets_tests.ui.browser import choose_partitions
 from idem_assets_tests.ui.conftest import Snap
 from idem_assets_tests.ui.pages import (
     backfill_rows,
     backfill_status,
+    check_evaluation_metadata,
     check_lines_of_run,
+    check_partition_counts,
+    check_partition_detail,
+    check_partition_statuses,
     filter_graph,
     latest_materialization,
     launch_one_partition,
@@ -23,7 +37,7 @@ from idem_assets_tests.ui.pages import (
     scroll_to_metadata_row,
     wait_for_run_success,
 )
-from idem_assets_tests.ui.server import DagsterDev
+from idem_assets_tests.ui.server import ROOT, DagsterDev, dagster_dev_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -33,6 +47,7 @@ BACKFILL_DAYS = ("2024-03-01", "2024-03-02", "2024-03-03")
 # The generator plants an unknown status on 03-01 and a negative amount on 03-02: those rows
 # load, and the orders' WARN value-rule checks report them.
 WARNED = {("orders", "status_allowed"), ("orders", "amount_non_negative")}
+CHECK_COMMAND = Path(sys.executable).with_name("idem-assets")  # installed with the package
 
 
 def _checks_of(asset_names: set[str]) -> set[tuple[str, str]]:
@@ -92,8 +107,30 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
     assert table is not None and str(table.version()) == first["delta_version"]
 
 
+def _corrupt_one_row(server: DagsterDev, day: str) -> None:
+    """Add 1 to one order's amount on ``day``, written with delta-rs behind the lake's back."""
+    table = LakeTable(str(server.lake_dir / "orders")).open()
+    assert table is not None
+    start = dt.date.fromisoformat(day)
+    window = date_range("order_date", start, start + dt.timedelta(days=1))
+    rows = read_rows(table, ranges=[window])
+    amounts = rows.column("amount").to_pylist()
+    amounts[0] = amounts[0] + 1
+    changed = rows.set_column(rows.schema.get_field_index("amount"), "amount",
+                              pa.array(amounts, rows.schema.field("amount").type))
+    write_deltalake(table, changed, mode="overwrite", predicate=conjunction([window]))
+
+
+def _check_command(server: DagsterDev, *args: str) -> subprocess.CompletedProcess[str]:
+    """`idem-assets check` as CI runs it, from the project root, on the server's instance."""
+    env = dagster_dev_env(server.root)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return subprocess.run([str(CHECK_COMMAND), "check", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
 def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_with_its_checks(
-    dagster_ui: DagsterDev, page: Page, snap: Snap
+    dagster_ui: DagsterDev, page: Page, snap: Snap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assets = set(DAILY_ASSETS)
     page.goto(dagster_ui.url)
@@ -156,3 +193,53 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     assert {key for key, passed in evaluations.items() if not passed} == {
         ("orders", "status_allowed", BACKFILL_DAYS[0]),
         ("orders", "amount_non_negative", BACKFILL_DAYS[1])}
+
+    # A row changed behind the lake's back on the middle day: CI's check command turns that
+    # day red and only that day, and records it in the instance the UI reads.
+    bad_day = BACKFILL_DAYS[1]
+    _corrupt_one_row(dagster_ui, bad_day)
+    done = _check_command(dagster_ui, "--select", "orders", "--partition-range",
+                          f"{BACKFILL_DAYS[0]}...{BACKFILL_DAYS[-1]}")
+    assert done.returncode == 1, done.stdout + done.stderr[-2000:]
+    assert "1 ERROR failed" in done.stdout
+    equality = {line.split()[1]: line for line in done.stdout.splitlines()
+                if line.split()[:1] == ["orders"] and line.split()[2:3] == ["rerun_equality"]}
+    assert set(equality) == set(BACKFILL_DAYS), done.stdout
+    assert equality[bad_day].split()[3] == "NO" and "rows_differing=2" in equality[bad_day]
+    assert all(equality[day].split()[3] == "yes" for day in BACKFILL_DAYS if day != bad_day)
+
+    # The check's Execution history: the newest result of each day, one of them red.
+    outcome = {day: "Failed" if day == bad_day else "Passed" for day in BACKFILL_DAYS}
+    statuses = check_partition_statuses(page, dagster_ui, "orders", "rerun_equality")
+    assert {day: statuses.get(day) for day in BACKFILL_DAYS} == outcome, statuses
+    snap("check-execution-history")
+    failed = check_evaluation_metadata(page, bad_day)
+    assert failed["rows_differing"] == "2"
+    assert bad_day in failed["description"], failed
+    # The check's Partitions tab: each day's latest result, description and metadata (the
+    # red day last, for the screenshot).
+    for day in [day for day in BACKFILL_DAYS if day != bad_day] + [bad_day]:
+        detail = check_partition_detail(page, day)
+        assert detail["result"] == outcome[day], detail
+        assert detail["rows_differing"] == ("2" if day == bad_day else "0"), detail
+        assert day in detail["description"], detail
+    snap("corrupted-day-check")
+    # Its status bar and counters: each evaluation names the materialization it checked, so
+    # the days are Passed / Failed, not Missing.
+    counts = check_partition_counts(page, f"[{BACKFILL_DAYS[0]}...{BACKFILL_DAYS[-1]}]")
+    assert (counts.get("Passed"), counts.get("Failed"), counts.get("Missing")) == (2, 1, 0), \
+        counts
+    snap("corrupted-day-partitions")
+
+    # The stored state agrees: the newest execution of each day, red for the changed one.
+    # The instance profile (dagster.yaml) reads its storage folder from DAGSTER_HOME.
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_ui.root / "dagster_home"))
+    with dg.DagsterInstance.from_config(str(dagster_ui.root / "dagster_home")) as instance:
+        records = instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(dg.AssetKey("orders"), "rerun_equality"), limit=50)
+    latest = {}
+    for record in sorted(records, key=lambda r: r.create_timestamp):
+        latest[record.partition] = record.status
+    expected_status = {day: AssetCheckExecutionRecordStatus.FAILED if day == bad_day
+                       else AssetCheckExecutionRecordStatus.SUCCEEDED for day in BACKFILL_DAYS}
+    assert {day: latest.get(day) for day in BACKFILL_DAYS} == expected_status

@@ -18,6 +18,11 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
+# Not exported by dagster; the evaluation's link to the materialization it checked.
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData as TargetMaterialization,
+)
+
 from idem_assets.io_manager import Window
 from idem_assets.partitions import window_dates
 from idem_assets.resources import LakeResource
@@ -80,6 +85,8 @@ def evaluate_checks(context: dg.AssetExecutionContext, definition: LakeAssetDef,
     keys = [key for key in context.selected_asset_check_keys if key.asset_key == definition.key]
     selected = frozenset(key.name for key in keys)
     windows = partition_windows(definition, context) if selected else []
+    targets = target_materializations(context, definition.key,
+                                      [partition for partition, _ in windows])
     for check in checks:
         wanted = selected & {item.name for item in check.names}
         if not wanted:
@@ -87,7 +94,30 @@ def evaluate_checks(context: dg.AssetExecutionContext, definition: LakeAssetDef,
         for partition, window in windows:
             for result in check.evaluate(definition, lake, window, wanted):
                 assert result.check_name in wanted, f"unexpected check {result.check_name}"
-                yield evaluation(definition.key, result, partition, blocking)
+                yield evaluation(definition.key, result, partition, blocking,
+                                 targets.get(partition))
+
+
+def target_materializations(context: dg.AssetExecutionContext, asset_key: dg.AssetKey,
+                            partitions: Sequence[str | None]
+                            ) -> dict[str | None, TargetMaterialization]:
+    """The newest materialization of each partition: what its check evaluations are about.
+
+    Without it the UI's partition status of a check cannot tell which materialization an
+    evaluation checked, and shows every day Missing. The step's own output is stored before
+    the checks run, so a materializing run points at itself; a checks-only run at the last one.
+    """
+    found: dict[str | None, TargetMaterialization] = {}
+    for partition in partitions:
+        records = context.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset_key,
+                                  asset_partitions=None if partition is None else [partition]),
+            limit=1).records
+        if records:
+            record = records[0]
+            found[partition] = TargetMaterialization(
+                run_id=record.run_id, storage_id=record.storage_id, timestamp=record.timestamp)
+    return found
 
 
 def check_outputs(context: dg.AssetExecutionContext,
@@ -100,10 +130,11 @@ def check_outputs(context: dg.AssetExecutionContext,
 
 
 def evaluation(asset_key: dg.AssetKey, result: dg.AssetCheckResult, partition: str | None,
-               blocking: bool) -> dg.AssetCheckEvaluation:
+               blocking: bool,
+               target: TargetMaterialization | None = None) -> dg.AssetCheckEvaluation:
     """A check result as the evaluation of one partition."""
     assert result.check_name is not None
     return dg.AssetCheckEvaluation(
         asset_key=asset_key, check_name=result.check_name, passed=result.passed,
         metadata=result.metadata, severity=result.severity, description=result.description,
-        blocking=blocking, partition=partition)
+        blocking=blocking, partition=partition, target_materialization_data=target)
