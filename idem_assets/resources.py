@@ -221,6 +221,6 @@ class SparkResource(dg.ConfigurableResource):
 
     def session(self) -> Any:
         """The SparkSession (started on first use)."""
-        from idem_assets.spark import pyspark_resource, session_of
+        from idem_assets.lib.spark import pyspark_resource, session_of
 
         return session_of(pyspark_resource(self.master, self.conf, lazy=True))

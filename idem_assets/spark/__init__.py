@@ -11,8 +11,6 @@ from idem_assets.spark.merge import merge_partitions_spark
 from idem_assets.spark.resource import (
     LOCAL_MASTER,
     local_spark_session,
-    pyspark_resource,
-    session_of,
     spark_config,
 )
 from idem_assets.spark.streaming import StreamSink, start_stream, with_dates_of_spark
@@ -35,9 +33,7 @@ __all__ = [
     "local_spark_session",
     "merge_partitions_spark",
     "overwrite_partitions_spark",
-    "pyspark_resource",
     "read_landing_spark",
-    "session_of",
     "spark_config",
     "spark_fingerprint",
     "start_stream",

@@ -1,4 +1,6 @@
-"""SparkSession settings for the Spark engine, as a dagster-pyspark resource or a plain session.
+"""SparkSession settings for the Spark engine and a plain session with them (no Dagster).
+
+The dagster-pyspark resource with the same settings is ``idem_assets.lib.spark``.
 
 One place decides every setting that changes results: UTC session time zone, Parquet
 timestamps as INT64 microseconds, proleptic Gregorian dates, ANSI mode. Only the master
@@ -10,8 +12,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
-from dagster_pyspark import LazyPySparkResource, PySparkResource
-from dagster_pyspark.resources import spark_session_from_config
 from pyspark.sql import SparkSession
 
 LOCAL_MASTER = "local[2]"
@@ -68,29 +68,6 @@ def spark_config(
             "depend on them")
     base = {**DEFAULT_CONF, **(LOCAL_CONF if master.startswith("local") else {})}
     return {**base, **overrides, **REQUIRED_CONF, "spark.master": master}
-
-
-def pyspark_resource(
-    master: str = LOCAL_MASTER, conf: Mapping[str, str] | None = None, *, lazy: bool = True
-) -> PySparkResource | LazyPySparkResource:
-    """A dagster-pyspark resource with this engine's settings.
-
-    ``lazy`` (the default) starts the JVM only when a run touches ``spark_session``, so
-    runs on the local engine pay nothing for having Spark configured.
-    """
-    config = spark_config(master, conf)
-    if lazy:
-        return LazyPySparkResource(spark_config=config)
-    return PySparkResource(spark_config=config)
-
-
-def session_of(resource: PySparkResource | LazyPySparkResource) -> SparkSession:
-    """The resource's SparkSession (started on first use), checked for the required settings."""
-    session = resource.spark_session
-    if session is None:
-        # A PySparkResource outside a Dagster run has not been set up yet.
-        session = spark_session_from_config(resource.spark_config)
-    return prepared(session)
 
 
 def local_spark_session(

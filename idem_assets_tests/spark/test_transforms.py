@@ -6,7 +6,8 @@ import pyarrow as pa
 import pytest
 
 from idem_assets.lake import dedupe_newest, fingerprint
-from idem_assets.spark.resource import pyspark_resource, require_settings, session_of, spark_config
+from idem_assets.lib.spark import pyspark_resource, session_of
+from idem_assets.spark.resource import require_settings, spark_config
 from idem_assets.spark.transforms import dedupe_newest_spark, spark_fingerprint
 from idem_assets_tests.spark.rows import shuffled, tied_orders, to_spark
 
