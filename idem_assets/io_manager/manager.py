@@ -272,8 +272,8 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             for item in reconciled:
                 context.log.warning(
                     f"reconciled write record {item.record_id} of a run that stopped: "
-                    + ("its commit landed as version " + str(item.committed_version)
-                       if item.committed_version is not None else "it never committed")
+                    + ("its commit landed as version " + str(item.landed_version)
+                       if item.landed_version is not None else "it never committed")
                 )
             if output.unchanged:
                 metadata = self._confirm_unchanged(log, spec, target, table, covered, output)

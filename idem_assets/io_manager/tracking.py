@@ -103,7 +103,7 @@ class Reconciled:
     """How a stale in_progress record of an earlier, crashed run was resolved."""
 
     record_id: str
-    committed_version: int | None
+    landed_version: int | None
 
 
 def window_id(start: object, end: object) -> str:
@@ -129,7 +129,7 @@ class LakeWriteLog:
                                        prefix=f"{self.window}/"):
             if tracker.lease_expires_at is None or tracker.lease_expires_at > self.store.now():
                 continue  # a live run still holds it
-            version = _committed_version(table, tracker.lease_token)
+            version = _version_of_token(table, tracker.lease_token)
             if version is None:
                 self.store.ignore(self.scope, tracker.record_id,
                                   "run ended before its Delta commit; superseded by a later run")
@@ -191,7 +191,7 @@ class LakeWriteLog:
         except LeaseLost:
             pass  # already resolved by a reconciler; the error is raised to the run anyway
 
-def _committed_version(table: DeltaTable | None, token: str | None) -> int | None:
+def _version_of_token(table: DeltaTable | None, token: str | None) -> int | None:
     if table is None or not token:
         return None
     for entry in table.history(_HISTORY_DEPTH):

@@ -1,6 +1,6 @@
 """Idempotent write strategies over delta-rs. No Dagster imports live here."""
 
-from idem_assets.lake.append import append_exactly_once, committed_version
+from idem_assets.lake.append import append_exactly_once, txn_version
 from idem_assets.lake.dedupe import DedupeResult, dedupe_newest
 from idem_assets.lake.fingerprint import (
     Fingerprint,
@@ -44,7 +44,7 @@ __all__ = [
     "UnsafePredicateError",
     "WriteResult",
     "append_exactly_once",
-    "committed_version",
+    "txn_version",
     "count_row_differences",
     "date_range",
     "dedupe_newest",

@@ -21,11 +21,19 @@ from idem_assets.lake.tables import (
 STRATEGY = "append"
 
 
-def committed_version(table: DeltaTable | None, app_id: str) -> int | None:
+def txn_version(table: DeltaTable | None, app_id: str) -> int | None:
     """The last ``txn`` version recorded for ``app_id`` (None if never committed)."""
     if table is None:
         return None
     return table.transaction_version(app_id)
+
+
+def already_committed(table: DeltaTable | None, txn: Transaction | None) -> int | None:
+    """The txn version recorded for ``txn.app_id`` when it covers ``txn.version``, else None."""
+    if txn is None:
+        return None
+    done = txn_version(table, txn.app_id)
+    return done if done is not None and done >= txn.version else None
 
 
 def append_exactly_once(
@@ -60,8 +68,8 @@ def append_exactly_once(
 
     def attempt(number: int) -> WriteResult:
         table = target.open()
-        done = committed_version(table, app_id)
-        if done is not None and done >= version:
+        done = already_committed(table, txn)
+        if done is not None:
             return WriteResult(STRATEGY, target.uri, table.version(), False, 0, batch_fp,
                                attempts=number + 1, details={"txn_version": done})
         if table is None:

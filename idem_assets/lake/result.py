@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from idem_assets.lake.fingerprint import Fingerprint
@@ -27,9 +28,19 @@ class WriteResult:
     attempts: int = 1
     details: dict[str, Any] = field(default_factory=dict)
 
-    def as_metadata(self) -> dict[str, Any]:
-        """Flat, JSON-friendly view for logs and materialization metadata."""
-        data = asdict(self)
-        data["fingerprint"] = str(self.fingerprint)
-        data["fingerprint_rows"] = self.fingerprint.rows
-        return data
+    @classmethod
+    def unchanged(cls, strategy: str, table_uri: str, version: int, fingerprint: Fingerprint, *,
+                  attempts: int = 1, details: Mapping[str, Any] | None = None) -> WriteResult:
+        """A write that found its content already stored and committed nothing."""
+        return cls(strategy, table_uri, version, False, 0, fingerprint, attempts=attempts,
+                   details=dict(details or {}))
+
+    @classmethod
+    def written(cls, strategy: str, table_uri: str, version: int, rows_written: int,
+                fingerprint: Fingerprint, *, rows_inserted: int = 0, rows_updated: int = 0,
+                rows_deleted: int = 0, attempts: int = 1,
+                details: Mapping[str, Any] | None = None) -> WriteResult:
+        """A write that committed ``version``."""
+        return cls(strategy, table_uri, version, True, rows_written, fingerprint,
+                   rows_inserted=rows_inserted, rows_updated=rows_updated,
+                   rows_deleted=rows_deleted, attempts=attempts, details=dict(details or {}))

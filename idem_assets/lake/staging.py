@@ -333,7 +333,7 @@ def discard_unless_committed(target: LakeTable, staged: StagedWrite) -> None:
         staged.discard()
 
 
-def committed_version(table: DeltaTable) -> int:
+def next_version(table: DeltaTable) -> int:
     """The version our commit on ``table``'s snapshot created.
 
     delta-rs retries are off, so a commit lands exactly one past the snapshot it was
@@ -432,4 +432,4 @@ def commit_overwrite(target: LakeTable, table: DeltaTable | None, staged: Staged
         partition_by=[column],
         partition_filters=[(column, ">=", start.isoformat()), (column, "<", end.isoformat())],
         commit_properties=properties)
-    return committed_version(table)
+    return next_version(table)

@@ -11,16 +11,17 @@ from deltalake.transaction import RemoveAction
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 
+from idem_assets.lake.append import already_committed
 from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.frames import nullable
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.staging import (
     DataFile,
-    committed_version,
     create_table,
     data_files,
     discard_unless_committed,
     file_location,
+    next_version,
     require_plain_table,
     slice_fingerprint,
     stored_batches,
@@ -32,7 +33,7 @@ __all__ = [
     "SPARK_ERRORS",
     "DataFile",
     "already_committed",
-    "committed_version",
+    "next_version",
     "create_table",
     "data_files",
     "discard_unless_committed",
@@ -49,14 +50,6 @@ __all__ = [
 
 # What a failed Spark action raises on the driver.
 SPARK_ERRORS = (CapturedException, Py4JJavaError)
-
-
-def already_committed(table: DeltaTable | None, txn: Transaction | None) -> int | None:
-    """The txn version recorded for ``txn.app_id`` when it covers ``txn.version``."""
-    if table is None or txn is None:
-        return None
-    done = table.transaction_version(txn.app_id)
-    return done if done is not None and done >= txn.version else None
 
 
 def removes(files: Sequence[DataFile], partition_column: str | None) -> list[RemoveAction]:

@@ -23,11 +23,11 @@ from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import (
     DataFile,
     already_committed,
-    committed_version,
     create_table,
     data_files,
     discard_unless_committed,
     file_location,
+    next_version,
     properties_for,
     removes,
     require_plain_table,
@@ -189,7 +189,7 @@ def merge_partitions_spark(
             discard_unless_committed(target, staged)
             raise
         return WriteResult(
-            STRATEGY, target.uri, committed_version(table), True, plan.inserts + plan.updates,
+            STRATEGY, target.uri, next_version(table), True, plan.inserts + plan.updates,
             batch_fp, rows_inserted=plan.inserts, rows_updated=plan.updates, attempts=number + 1,
             details={**details, "partitions_rewritten": len(plan.changed),
                      "rows_rewritten": plan.rows_rewritten, "files_added": len(staged.files),

@@ -25,9 +25,9 @@ from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import (
     SPARK_ERRORS,
     already_committed,
-    committed_version,
     create_table,
     discard_unless_committed,
+    next_version,
     properties_for,
     require_plain_table,
     skipped,
@@ -176,7 +176,7 @@ def append_spark(
                 staged.add_actions(), mode="append", schema=table_schema(table),
                 partition_by=[partition_column] if partition_column else None,
                 commit_properties=properties)
-            new_version = committed_version(table)
+            new_version = next_version(table)
         return WriteResult("append", target.uri, new_version, True, staged.rows, batch_fp,
                            rows_inserted=staged.rows, attempts=number + 1,
                            details={"engine": "spark", "txn_version": version,

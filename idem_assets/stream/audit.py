@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from idem_assets.checkpoint import CheckpointStore, Status
-from idem_assets.lake import LakeTable, committed_version, read_rows
+from idem_assets.lake import LakeTable, txn_version, read_rows
 from idem_assets.stream.offsets import OffsetLog
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
 
@@ -50,7 +50,7 @@ def audit_stream(store: CheckpointStore, source: StreamSource, table: LakeTable)
                             f"{', '.join(sorted(strangers))}")
     for seq, found in sorted(counts.items()):
         problems.append(f"batch {seq}: {found} rows in the table but the log has it not succeeded")
-    txn = committed_version(opened, source.app_id)
+    txn = txn_version(opened, source.app_id)
     finished = -1  # last batch of the finished prefix of the log
     for batch in batches:
         if not batch.done:

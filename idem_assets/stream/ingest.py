@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, Tracker
-from idem_assets.lake import LakeTable, append_exactly_once, committed_version
+from idem_assets.lake import LakeTable, append_exactly_once, txn_version
 from idem_assets.landing.reader import QUARANTINE_SCHEMA
 from idem_assets.stream.batch import (
     META_ABANDONED,
@@ -94,7 +94,7 @@ class StreamIngester:
             outcomes.append(step)
         table = self.table.open()
         return RunReport(self.source.name, tuple(outcomes), stopped, detail,
-                         committed_version(table, self.source.app_id),
+                         txn_version(table, self.source.app_id),
                          None if table is None else table.version())
 
     def ingest_next(self) -> BatchOutcome | Busy | None:
@@ -129,7 +129,7 @@ class StreamIngester:
         self._observe("claimed", plan.seq, attempt=claim.attempts)
         try:
             table = self.table.open()
-            done = committed_version(table, self.source.app_id)
+            done = txn_version(table, self.source.app_id)
             self._check_order(plan.seq, done)
             if done is not None and done >= plan.seq:
                 return self._reconcile(claim, plan, None)
@@ -172,7 +172,7 @@ class StreamIngester:
         """Batch already in the table: verify it is this plan, finish quarantine, mark done."""
         table = self.table.open()
         assert table is not None
-        done = committed_version(table, self.source.app_id)
+        done = txn_version(table, self.source.app_id)
         entry = find_batch_commit(table, self.source, plan.seq)
         if entry is None and done != plan.seq:
             raise StreamStateError(
@@ -191,7 +191,7 @@ class StreamIngester:
                     f"signature {entry.get(META_SIGNATURE)} vs {plan.signature}): the checkpoint "
                     "store and the table belong to different histories")
         quarantined = None if entry is None else int(entry[META_QUARANTINED])
-        quarantine_done = committed_version(self.quarantine.open(), self.source.quarantine_app_id)
+        quarantine_done = txn_version(self.quarantine.open(), self.source.quarantine_app_id)
         behind = quarantine_done is None or quarantine_done < plan.seq
         if quarantined is None or (quarantined and behind):
             if built is None:

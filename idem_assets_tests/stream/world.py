@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from idem_assets.checkpoint import CheckpointStore, Tracker, open_store
-from idem_assets.lake import Fingerprint, LakeTable, committed_version, fingerprint, read_rows
+from idem_assets.lake import Fingerprint, LakeTable, txn_version, fingerprint, read_rows
 from idem_assets.sample import EVENTS_STREAM
 from idem_assets.sample.stream_files import GeneratedFile, append_stream_files
 from idem_assets.stream import Observer, StreamIngester, StreamSettings
@@ -62,7 +62,7 @@ class StreamWorld:
 
     def txn_version(self) -> int | None:
         """The stream's Delta txn version."""
-        return committed_version(self.table.open(), EVENTS_STREAM.app_id)
+        return txn_version(self.table.open(), EVENTS_STREAM.app_id)
 
     def batch_commits(self) -> Counter[int]:
         """How many table commits carry each batch number (must be one each)."""
