@@ -32,7 +32,7 @@ from idem_assets.io_manager.strategies import (
     write_stream,
 )
 from idem_assets.io_manager.tracking import LakeWriteLog, encode_conditions, lease_heartbeat
-from idem_assets.lake import LakeTable, WriteResult, date_range, files_signature, read_rows
+from idem_assets.lake import LakeTable, WriteResult, date_range, read_rows, slice_signature
 from idem_assets.lake.frames import as_type, is_writable, to_arrow, unsupported
 from idem_assets.lake.predicates import Condition, quote_identifier
 from idem_assets.lake.tables import table_schema
@@ -347,7 +347,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         # credited with our fingerprint.
         signed = table if table is not None and table.version() == result.version \
             else target.open(result.version)
-        files = files_signature(signed, conditions)
+        files = slice_signature(signed, conditions)
         rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
         metadata_duplicates = (outcome.duplicates_dropped if spark
                                else batch.duplicates_dropped if batch is not None else 0)
@@ -390,7 +390,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         """Record a skip on unchanged inputs, if the slice is still what was settled."""
         settled = log.last_settled()
         if (settled is None or table is None or settled.input_signature != output.input_signature
-                or files_signature(table, settled.conditions) != settled.files):
+                or slice_signature(table, settled.conditions) != settled.files):
             raise StaleSkipError(
                 f"{target.uri} {covered.display} changed after the asset found its inputs "
                 "unchanged; rerun the partition to recompute it"

@@ -23,7 +23,6 @@ from idem_assets.lake import (
     count_row_differences,
     date_range,
     dedupe_newest,
-    files_signature,
     fingerprint,
     merge_upsert,
     overwrite_slice,
@@ -31,6 +30,7 @@ from idem_assets.lake import (
     plan_merge,
     read_rows,
     replace_table,
+    slice_signature,
 )
 from idem_assets.lake.fingerprint import resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
@@ -125,7 +125,7 @@ def write(
         table = target.open()
         batch_fp = batch.fingerprint
         if (table is not None and settled.fingerprint == str(batch_fp)
-                and settled.files == files_signature(table, conditions)):
+                and settled.files == slice_signature(table, conditions)):
             return WriteResult(spec.strategy, target.uri, table.version(), False, 0, batch_fp,
                                details={"proven_by": "checkpoint", "record": settled.record_id})
     if spec.strategy == "overwrite":
@@ -198,7 +198,7 @@ def write_stream(spec: WriteSpec, target: LakeTable, batches: pa.RecordBatchRead
 
     def unchanged(table: DeltaTable, new: Fingerprint) -> bool:
         return (settled is not None and settled.fingerprint == str(new)
-                and settled.files == files_signature(table, conditions))
+                and settled.files == slice_signature(table, conditions))
 
     return overwrite_stream(target, batches, column, start, end, schema=schema,
                             commit_metadata=commit_metadata, unchanged=unchanged)

@@ -24,8 +24,8 @@ from idem_assets.lake.tables import (
     LakeTable,
     SchemaMismatchError,
     WriteOptions,
-    files_signature,
     read_rows,
+    slice_signature,
 )
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "dedupe_newest",
     "fingerprint",
     "fingerprint_batches",
-    "files_signature",
+    "slice_signature",
     "merge_upsert",
     "overwrite_partitions",
     "overwrite_stream",

@@ -33,8 +33,8 @@ from idem_assets.lake.tables import (
     WriteOptions,
     check_columns,
     commit_properties,
-    files_signature,
     read_rows,
+    slice_signature,
     table_schema,
     with_commit_retries,
 )
@@ -120,7 +120,7 @@ def overwrite_slice(
             version = 0
         else:
             check_columns(rows, table, options)
-            empty = files_signature(table, conditions).startswith("0:")
+            empty = slice_signature(table, conditions).startswith("0:")
             if skip_unchanged and empty and rows.num_rows == 0:
                 # Nothing stored there and nothing to store: already the wanted state.
                 return WriteResult(STRATEGY, target.uri, table.version(), False, 0,

@@ -216,7 +216,7 @@ def commit_properties(
     )
 
 
-def files_signature(table: DeltaTable | None, conditions: Sequence[Condition] = ()) -> str:
+def slice_signature(table: DeltaTable | None, conditions: Sequence[Condition] = ()) -> str:
     """Digest of the data files that may hold rows matching ``conditions`` (metadata only).
 
     Delta data files are immutable and uniquely named, so if this digest is unchanged

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from idem_assets import __version__
 from idem_assets.io_manager import TableOutput, Window
 from idem_assets.io_manager.tracking import SettledWrite, last_settled
-from idem_assets.lake import OneOf, date_range, files_signature, overwrite_slice
+from idem_assets.lake import OneOf, date_range, overwrite_slice, slice_signature
 from idem_assets.lake.predicates import Condition
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.files import discover_day, discover_snapshot
@@ -160,7 +160,7 @@ def _inputs_unchanged(context: dg.AssetExecutionContext, lake: LakeResource,
                       definition: LakeAssetDef, window: Window, signature: str,
                       settled: SettledWrite | None) -> bool:
     if (settled is None or settled.input_signature != signature
-            or settled.files != files_signature(lake.table(definition.name).open(),
+            or settled.files != slice_signature(lake.table(definition.name).open(),
                                                 settled.conditions)):
         return False
     contract = definition.landing_source

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from idem_assets.checkpoint import CheckpointStore, Status
-from idem_assets.lake import LakeTable, txn_version, read_rows
+from idem_assets.lake import LakeTable, read_rows, txn_version
 from idem_assets.stream.offsets import OffsetLog
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
 

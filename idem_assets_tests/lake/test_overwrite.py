@@ -90,15 +90,15 @@ def test_slice_fingerprint_matches_written_data(tmp_path):
 
 
 def test_files_signature_moves_only_when_the_slice_is_rewritten(tmp_path):
-    from idem_assets.lake import files_signature
+    from idem_assets.lake import slice_signature
 
     target = LakeTable(str(tmp_path / "orders"))
     _write(target, orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
            "2024-03-01", "2024-03-03")
     day1 = [date_range("order_date", day("2024-03-01"), day("2024-03-02"))]
     day2 = [date_range("order_date", day("2024-03-02"), day("2024-03-03"))]
-    before1, before2 = files_signature(target.open(), day1), files_signature(target.open(), day2)
+    before1, before2 = slice_signature(target.open(), day1), slice_signature(target.open(), day2)
     _write(target, orders_table([order(3, "2024-03-02")]), "2024-03-02", "2024-03-03")
-    assert files_signature(target.open(), day1) == before1
-    assert files_signature(target.open(), day2) != before2
-    assert files_signature(None) == "absent"
+    assert slice_signature(target.open(), day1) == before1
+    assert slice_signature(target.open(), day2) != before2
+    assert slice_signature(None) == "absent"

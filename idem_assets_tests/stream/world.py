@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from idem_assets.checkpoint import CheckpointStore, Tracker, open_store
-from idem_assets.lake import Fingerprint, LakeTable, txn_version, fingerprint, read_rows
+from idem_assets.lake import Fingerprint, LakeTable, fingerprint, read_rows, txn_version
 from idem_assets.sample import EVENTS_STREAM
 from idem_assets.sample.stream_files import GeneratedFile, append_stream_files
 from idem_assets.stream import Observer, StreamIngester, StreamSettings
