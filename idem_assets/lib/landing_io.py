@@ -18,7 +18,7 @@ from idem_assets.io_manager.tracking import SettledWrite, last_settled
 from idem_assets.lake import OneOf, date_range, overwrite_slice, slice_signature
 from idem_assets.lake.predicates import Condition
 from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.files import discover_day, discover_snapshot
+from idem_assets.landing.files import discover_day, discover_snapshot, is_hidden
 from idem_assets.landing.reader import (
     QUARANTINE_SCHEMA,
     HashCache,
@@ -205,7 +205,7 @@ def _spark_output(context: dg.AssetExecutionContext, lake: LakeResource, spark: 
 def warn_unread(context: dg.AssetExecutionContext, ignored: dict[str, str]) -> None:
     """Log landing files nobody reads (hidden files are in-progress writes by convention)."""
     unread = [(p, why) for p, why in sorted(ignored.items())
-              if not PurePosixPath(p).name.startswith((".", "_"))]
+              if not is_hidden(PurePosixPath(p).name)]
     for relpath, why in unread[:_MAX_LISTED_FILES]:
         context.log.warning(f"landing file {relpath} was not read: {why}")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from idem_assets.landing.files import file_format
+from idem_assets.landing.files import file_format, is_hidden
 from idem_assets.landing.formats import read_raw
 from idem_assets.landing.normalise import normalise
 from idem_assets.stream.errors import FileChangedError, StreamStateError
@@ -59,9 +59,8 @@ class FileRead:
 
 
 def _is_candidate(path: Path) -> bool:
-    # Same rule as the daily reader: staged writes (.name.tmp) and markers (_SUCCESS) are
-    # not data, so a half-written file is never planned.
-    return (path.is_file() and not path.name.startswith((".", "_"))
+    # The daily reader's rule: a half-written file (.name.tmp) is never planned.
+    return (path.is_file() and not is_hidden(path.name)
             and file_format(path) is not None)
 
 
