@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 # Evaluates the selected checks of one LakeCheck over one partition's window.
 Evaluate = Callable[["LakeAssetDef", LakeResource, Window, frozenset[str]],
                     Iterable[dg.AssetCheckResult]]
+# Evaluates them over every window of a run at once, yielding (window index, result): for a
+# check that reads the same thing for each day (a table version's keys), once per step.
+EvaluateWindows = Callable[["LakeAssetDef", LakeResource, Sequence[Window], frozenset[str]],
+                           Iterable[tuple[int, dg.AssetCheckResult]]]
 
 
 @dataclass(frozen=True)
@@ -48,12 +52,30 @@ class LakeCheck:
     """One or more checks computed together (e.g. from one read of the landing files).
 
     ``evaluate`` yields an ``AssetCheckResult`` with ``check_name`` set for each selected
-    name; ``depends_on`` names assets the checks read besides the asset itself (lineage).
+    name, for one partition's window; a check that would read the same data for every day
+    of a range gives ``evaluate_windows`` instead, called once per step with all the run's
+    windows. ``depends_on`` names assets the checks read besides the asset itself (lineage).
     """
 
     names: tuple[CheckName, ...]
-    evaluate: Evaluate
+    evaluate: Evaluate | None = None
     depends_on: tuple[dg.AssetKey, ...] = ()
+    evaluate_windows: EvaluateWindows | None = None
+
+    def __post_init__(self) -> None:
+        if (self.evaluate is None) == (self.evaluate_windows is None):
+            raise ValueError("a LakeCheck takes exactly one of evaluate and evaluate_windows")
+
+    def results(self, definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window],
+                wanted: frozenset[str]) -> Iterator[tuple[int, dg.AssetCheckResult]]:
+        """(window index, result) for each selected check and window."""
+        if self.evaluate_windows is not None:
+            yield from self.evaluate_windows(definition, lake, windows, wanted)
+            return
+        assert self.evaluate is not None
+        for index, window in enumerate(windows):
+            for result in self.evaluate(definition, lake, window, wanted):
+                yield index, result
 
 
 def check_specs(definition: LakeAssetDef, checks: Sequence[LakeCheck],
@@ -91,11 +113,11 @@ def evaluate_checks(context: dg.AssetExecutionContext, definition: LakeAssetDef,
         wanted = selected & {item.name for item in check.names}
         if not wanted:
             continue
-        for partition, window in windows:
-            for result in check.evaluate(definition, lake, window, wanted):
-                assert result.check_name in wanted, f"unexpected check {result.check_name}"
-                yield evaluation(definition.key, result, partition, blocking,
-                                 targets.get(partition))
+        for index, result in check.results(definition, lake,
+                                           [window for _, window in windows], wanted):
+            assert result.check_name in wanted, f"unexpected check {result.check_name}"
+            partition = windows[index][0]
+            yield evaluation(definition.key, result, partition, blocking, targets.get(partition))
 
 
 def target_materializations(context: dg.AssetExecutionContext, asset_key: dg.AssetKey,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
 
 import dagster as dg
 
@@ -13,11 +12,6 @@ from idem_assets.lib.checks.base import CheckName, LakeCheck
 from idem_assets.lib.checks.landing import landing_checks
 from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.resources import LakeResource
-
-if TYPE_CHECKING:
-    import polars as pl
-    import pyarrow as pa
-    from deltalake import DeltaTable
 
 RERUN_EQUALITY = "rerun_equality"
 UNIQUE_NATURAL_KEY = "unique_natural_key"
@@ -52,62 +46,44 @@ RERUN_EQUALITY_CHECK = LakeCheck(
 )
 
 
-def _unique_key(definition: LakeAssetDef, lake: LakeResource, window: Window,
-                _: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
-    """Keys of the partition's rows that appear more than once anywhere in the table."""
+def _unique_key(definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window],
+                _: frozenset[str]) -> Iterator[tuple[int, dg.AssetCheckResult]]:
+    """Keys of each partition's rows that appear more than once anywhere in the table.
+
+    The days of a run ask about the same table version, so its keys are read and counted
+    once per step (a 30-day backfill of a merge table read every key 30 times before).
+    """
     import polars as pl  # here, not at import: see idem_assets._lazy
 
     key = tuple(definition.spec.natural_key)
     column = definition.spec.partition_column
-    by_day = column is not None and window.partitioned
     table = target_table(lake, definition.spec, definition.key).open()
-    columns = tuple(dict.fromkeys([*key, column])) if by_day else key
-    frame, repeated = _key_counts(table, definition.schema, columns, key)
-    counts, checked = repeated, frame.height
-    if by_day:
-        assert column is not None and window.start is not None and window.end is not None
-        inside = frame.filter(pl.col(column).is_between(window.start, window.end,
-                                                        closed="left"))
-        checked = inside.height
-        counts = counts.join(inside.select(key).unique(), on=key, how="semi")
-    counts = counts.sort(key)
-    surplus = int(counts["len"].sum() - counts.height) if counts.height else 0
-    yield dg.AssetCheckResult(
-        check_name=UNIQUE_NATURAL_KEY,
-        passed=counts.height == 0,
-        metadata={
-            "partition_range": window.label(),
-            "rows_checked": checked,
-            "duplicated_keys": counts.height,
-            "surplus_rows": surplus,
-            "sample": dg.MetadataValue.json(counts.head(_SAMPLE).to_dicts()),
-        },
-    )
-
-
-# The days of one run ask about the same table version: its keys are read and counted once
-# (a 30-day backfill of a merge table read every key 30 times before). One entry: the table
-# a step is checking.
-_KEY_COUNTS: dict[tuple, tuple[pl.DataFrame, pl.DataFrame]] = {}
-
-
-def _key_counts(table: DeltaTable | None, schema: pa.Schema | None, columns: tuple[str, ...],
-                key: tuple[str, ...]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The table's key (and day) columns, and the keys stored more than once with their count."""
-    import polars as pl  # here, not at import: see idem_assets._lazy
-
-    # A table's id changes when it is recreated at the same path; its version with each commit.
-    identity = None if table is None else (table.table_uri, table.metadata().id,
-                                           table.version(), columns)
-    if identity is not None and identity in _KEY_COUNTS:
-        return _KEY_COUNTS[identity]
-    frame = pl.from_arrow(read_rows(table, schema, columns=list(columns)))
+    by_day = column is not None and any(window.partitioned for window in windows)
+    columns = list(dict.fromkeys([*key, column])) if by_day else list(key)
+    frame = pl.from_arrow(read_rows(table, definition.schema, columns=columns))
     assert isinstance(frame, pl.DataFrame)
-    counts = frame.group_by(list(key)).len().filter(pl.col("len") > 1)
-    if identity is not None:
-        _KEY_COUNTS.clear()
-        _KEY_COUNTS[identity] = (frame, counts)
-    return frame, counts
+    repeated = frame.group_by(list(key)).len().filter(pl.col("len") > 1)
+    for index, window in enumerate(windows):
+        counts, checked = repeated, frame.height
+        if column is not None and window.partitioned:
+            assert window.start is not None and window.end is not None
+            inside = frame.filter(pl.col(column).is_between(window.start, window.end,
+                                                            closed="left"))
+            checked = inside.height
+            counts = counts.join(inside.select(key).unique(), on=key, how="semi")
+        counts = counts.sort(key)
+        surplus = int(counts["len"].sum() - counts.height) if counts.height else 0
+        yield index, dg.AssetCheckResult(
+            check_name=UNIQUE_NATURAL_KEY,
+            passed=counts.height == 0,
+            metadata={
+                "partition_range": window.label(),
+                "rows_checked": checked,
+                "duplicated_keys": counts.height,
+                "surplus_rows": surplus,
+                "sample": dg.MetadataValue.json(counts.head(_SAMPLE).to_dicts()),
+            },
+        )
 
 
 def unique_key_check(definition: LakeAssetDef) -> LakeCheck:
@@ -117,7 +93,7 @@ def unique_key_check(definition: LakeAssetDef) -> LakeCheck:
         UNIQUE_NATURAL_KEY,
         f"Every ({key}) appears at most once in the whole table; each partition reports the "
         "keys of its own rows (a table without a day column: the whole table)."),),
-        evaluate=_unique_key)
+        evaluate_windows=_unique_key)
 
 
 def standard_checks(definition: LakeAssetDef) -> list[LakeCheck]:
