@@ -152,8 +152,12 @@ class DagsterDev:
 
 
 def dagster_dev_env(root: Path, state_url: str | None = None) -> dict[str, str]:
-    """The environment `make run` exports, pointed at ``root`` instead of ./data."""
+    """The environment `make run` exports, pointed at ``root`` instead of ./data.
+
+    Processes started with it import this checkout's package, whatever is installed.
+    """
     env = {key: value for key, value in os.environ.items() if not key.startswith("IDEM_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.update({
         "DAGSTER_HOME": str(root / "dagster_home"),
         "IDEM_LANDING_DIR": str(root / "landing"),
@@ -192,7 +196,6 @@ def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None, *
     env = {**dagster_dev_env(root, state_url), **(extra_env or {})}
     # dg runs the project from its own virtualenv: the one these tests run in.
     env["VIRTUAL_ENV"] = str(Path(sys.executable).parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)

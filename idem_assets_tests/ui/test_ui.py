@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import subprocess
 import sys
@@ -123,9 +122,8 @@ def _corrupt_one_row(server: DagsterDev, day: str) -> None:
 
 def _check_command(server: DagsterDev, *args: str) -> subprocess.CompletedProcess[str]:
     """`idem-assets check` as CI runs it, from the project root, on the server's instance."""
-    env = dagster_dev_env(server.root)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return subprocess.run([str(CHECK_COMMAND), "check", *args], cwd=ROOT, env=env,
+    return subprocess.run([str(CHECK_COMMAND), "check", *args], cwd=ROOT,
+                          env=dagster_dev_env(server.root),
                           capture_output=True, text=True, timeout=300, check=False)
 
 
