@@ -127,6 +127,7 @@ bench: install
 
 lint: install
 	$(VENV)/bin/ruff check idem_assets idem_assets_tests benchmarks
+	$(VENV)/bin/ruff format --check idem_assets idem_assets_tests benchmarks
 
 clean:
 	rm -rf data .dagster_home

@@ -13,10 +13,15 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# The Dagster-facing names a project needs. The Dagster-free layers keep their own faces:
+# idem_assets.lake (idempotent writes), .landing, .checkpoint, .stream, .notify, .spark.
 _EXPORTS = {
     "IdempotentDeltaIOManager": "idem_assets.io_manager",
     "TableOutput": "idem_assets.io_manager",
     "WriteSpec": "idem_assets.io_manager.spec",
+    "Window": "idem_assets.io_manager",
+    "daily_partitions": "idem_assets.partitions",
+    "partition_dates": "idem_assets.partitions",
     "LandingSource": "idem_assets.sources",
     "Column": "idem_assets.sources",
     "Rule": "idem_assets.sources",
@@ -30,7 +35,9 @@ _EXPORTS = {
     "default_resources": "idem_assets.lib",
     "CheckpointResource": "idem_assets.resources",
     "LakeResource": "idem_assets.resources",
+    "NotificationResource": "idem_assets.resources",
     "open_store": "idem_assets.checkpoint",
+    "Status": "idem_assets.checkpoint",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
