@@ -145,7 +145,7 @@ def run_spark(table: str, source: Path, lake: Path) -> dict[str, object]:
 def engine_main(engine: str, table: str, source: Path, lake: Path) -> None:
     """Child process entry: run one engine, verify the table, print one JSON line."""
     from idem_assets.lake import LakeTable
-    from idem_assets.spark.commit import table_fingerprint
+    from idem_assets.lake.stored import table_fingerprint
 
     out = (run_local if engine == "local" else run_spark)(table, source, lake)
     print_fp = table_fingerprint(LakeTable(str(lake / table)))

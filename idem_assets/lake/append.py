@@ -70,8 +70,8 @@ def append_exactly_once(
         table = target.open()
         done = already_committed(table, txn)
         if done is not None:
-            return WriteResult(STRATEGY, target.uri, table.version(), False, 0, batch_fp,
-                               attempts=number + 1, details={"txn_version": done})
+            return WriteResult.unchanged(STRATEGY, target.uri, table.version(), batch_fp,
+                                         attempts=number + 1, details={"txn_version": done})
         if table is None:
             write_deltalake(target.uri, rows, mode="error", storage_options=target.options(),
                             partition_by=[partition_column] if partition_column else None,
@@ -82,8 +82,8 @@ def append_exactly_once(
             write_deltalake(table, conform(rows, table_schema(table)), mode="append",
                             commit_properties=properties)
             new_version = table.version()
-        return WriteResult(STRATEGY, target.uri, new_version, True, rows.num_rows, batch_fp,
-                           rows_inserted=rows.num_rows, attempts=number + 1,
-                           details={"txn_version": version})
+        return WriteResult.written(STRATEGY, target.uri, new_version, rows.num_rows, batch_fp,
+                                   rows_inserted=rows.num_rows, attempts=number + 1,
+                                   details={"txn_version": version})
 
     return with_commit_retries(attempt)

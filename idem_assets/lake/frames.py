@@ -109,3 +109,9 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def nullable(schema: pa.Schema) -> pa.Schema:
     """``schema`` with every field nullable, as delta-rs stores it (so schemas compare equal)."""
     return pa.schema([f.with_nullable(True) for f in schema], metadata=schema.metadata)
+
+
+def is_text(kind: pa.DataType) -> bool:
+    """Whether an Arrow type is one of the string spellings (string, large, view)."""
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind))

@@ -157,19 +157,19 @@ def merge_upsert(
                 storage_options=target.options(),
                 commit_properties=commit_properties(metadata),
             )
-            return WriteResult(STRATEGY, target.uri, 0, True, batch.num_rows, batch_fp,
-                               rows_inserted=batch.num_rows, attempts=number + 1, details=extra)
+            return WriteResult.written(STRATEGY, target.uri, 0, batch.num_rows, batch_fp,
+                                       rows_inserted=batch.num_rows, attempts=number + 1,
+                                       details=extra)
         plan = plan_merge(table, batch, key, version_column, prune_columns)
         if plan.changes == 0:
-            return WriteResult(STRATEGY, target.uri, table.version(), False, 0, batch_fp,
-                               attempts=number + 1, details=extra)
+            return WriteResult.unchanged(STRATEGY, target.uri, table.version(), batch_fp,
+                                         attempts=number + 1, details=extra)
         crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
         metrics = _execute(table, plan, key, version_column, prune_columns, metadata)
-        return WriteResult(
+        return WriteResult.written(
             STRATEGY,
             target.uri,
             table.version(),
-            True,
             plan.changes,
             batch_fp,
             rows_inserted=int(metrics.get("num_target_rows_inserted", plan.inserts)),

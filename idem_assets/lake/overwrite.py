@@ -24,9 +24,9 @@ from idem_assets.lake.staging import (
     commit_overwrite,
     discard_unless_committed,
     require_plain_table,
-    slice_fingerprint,
     stage_batches,
 )
+from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import (
     DEFAULT_OPTIONS,
     LakeTable,
@@ -123,13 +123,13 @@ def overwrite_slice(
             empty = slice_signature(table, conditions).startswith("0:")
             if skip_unchanged and empty and rows.num_rows == 0:
                 # Nothing stored there and nothing to store: already the wanted state.
-                return WriteResult(STRATEGY, target.uri, table.version(), False, 0,
-                                   resolve(pending), attempts=number + 1)
+                return WriteResult.unchanged(STRATEGY, target.uri, table.version(),
+                                             resolve(pending), attempts=number + 1)
             if skip_unchanged and not empty and (
                 fingerprint(read_rows(table, ranges=conditions)) == resolve(pending)
             ):
-                return WriteResult(STRATEGY, target.uri, table.version(), False, 0,
-                                   resolve(pending), attempts=number + 1)
+                return WriteResult.unchanged(STRATEGY, target.uri, table.version(),
+                                             resolve(pending), attempts=number + 1)
             evolve = options.evolve_schema and set(rows.column_names) - set(
                 table_schema(table).names)
             write_deltalake(
@@ -142,16 +142,9 @@ def overwrite_slice(
                 schema_mode="merge" if evolve else None,
             )
             version = table.version()
-        return WriteResult(
-            STRATEGY,
-            target.uri,
-            version,
-            True,
-            rows.num_rows,
-            resolve(pending),
-            rows_inserted=rows.num_rows,
-            attempts=number + 1,
-        )
+        return WriteResult.written(STRATEGY, target.uri, version, rows.num_rows,
+                                   resolve(pending), rows_inserted=rows.num_rows,
+                                   attempts=number + 1)
 
     return with_commit_retries(attempt)
 
@@ -239,13 +232,13 @@ def overwrite_stream(
                 "content" if slice_fingerprint(table, rng) == new_fp else "")
             if proven:
                 staged.discard()
-                return WriteResult(STRATEGY, target.uri, table.version(), False, 0, new_fp,
-                                   attempts=number + 1,
-                                   details={"proven_by": proven, "streamed": True})
+                return WriteResult.unchanged(STRATEGY, target.uri, table.version(), new_fp,
+                                             attempts=number + 1,
+                                             details={"proven_by": proven, "streamed": True})
         version = commit_overwrite(target, table, staged, schema, start, end, properties)
-        return WriteResult(STRATEGY, target.uri, version, True, staged.rows, new_fp,
-                           rows_inserted=staged.rows, attempts=number + 1,
-                           details={"files_added": len(staged.files), "streamed": True})
+        return WriteResult.written(STRATEGY, target.uri, version, staged.rows, new_fp,
+                                   rows_inserted=staged.rows, attempts=number + 1,
+                                   details={"files_added": len(staged.files), "streamed": True})
 
     try:
         return with_commit_retries(attempt)

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# A plain column identifier: what a predicate may quote, a write spec may name and a source
+# may declare (io_manager.spec and sources.model import it from here, the lowest layer).
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _ALIAS = re.compile(r"^[a-z]{1,16}$")
 
 
@@ -22,9 +24,14 @@ class UnsafePredicateError(ValueError):
     """A value or identifier that must not reach a predicate."""
 
 
+def is_identifier(name: object) -> bool:
+    """Whether ``name`` is a plain column identifier (letters, digits, _; not digit-first)."""
+    return isinstance(name, str) and IDENTIFIER.match(name) is not None
+
+
 def quote_identifier(name: str, alias: str | None = None) -> str:
     """Quote a column name after checking it is a plain identifier."""
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+    if not is_identifier(name):
         raise UnsafePredicateError(f"not a plain column identifier: {name!r}")
     if alias is None:
         return f'"{name}"'

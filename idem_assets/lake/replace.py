@@ -54,8 +54,8 @@ def replace_table(
     def attempt(number: int) -> WriteResult:
         table = target.open()
         if table is not None and fingerprint(read_rows(table)) == resolve(pending):
-            return WriteResult(STRATEGY, target.uri, table.version(), False, 0, resolve(pending),
-                               attempts=number + 1)
+            return WriteResult.unchanged(STRATEGY, target.uri, table.version(), resolve(pending),
+                                         attempts=number + 1)
         if table is None:
             write_deltalake(target.uri, rows, mode="error", storage_options=target.options(),
                             commit_properties=properties, configuration=options.configuration(),
@@ -66,7 +66,7 @@ def replace_table(
             write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite",
                             commit_properties=properties, writer_properties=options.writer())
             version = table.version()
-        return WriteResult(STRATEGY, target.uri, version, True, rows.num_rows, resolve(pending),
-                           rows_inserted=rows.num_rows, attempts=number + 1)
+        return WriteResult.written(STRATEGY, target.uri, version, rows.num_rows, resolve(pending),
+                                   rows_inserted=rows.num_rows, attempts=number + 1)
 
     return with_commit_retries(attempt)

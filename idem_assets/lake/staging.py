@@ -1,17 +1,4 @@
-"""Staged writes: Parquet files written into the table location, committed in one go.
-
-A staged write is a folder ``<table>/<prefix>-<id>/`` (``<partition>=<value>/….parquet``
-inside it). Nothing in it is part of the table until a Delta commit adds its files;
-``discard`` deletes it when the commit is skipped or lost. Add actions are built from
-each file's footer (size, rows, min/max/null counts per column), so no row passes
-through memory for that. Spark executors stage files this way, and so does the local
-engine for streamed writes (``lake.overwrite.overwrite_stream``): delta-rs's own writer
-buffers a partitioned stream in memory.
-
-Stored rows are read back file by file with pyarrow from the paths in the Delta log (not
-with ``DeltaTable.to_pyarrow_dataset``, whose filesystem bridge can abort the interpreter
-at exit), in bounded batches, so a fingerprint of a large slice needs flat memory.
-"""
+"""Staged writes: Parquet files written into the table location, then committed in one go."""
 
 from __future__ import annotations
 
@@ -19,10 +6,9 @@ import contextlib
 import datetime as dt
 import itertools
 import json
-import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from urllib.parse import quote, unquote
@@ -35,8 +21,8 @@ from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
-from idem_assets.lake.frames import conform, nullable
-from idem_assets.lake.predicates import Range
+from idem_assets.lake.frames import is_text, nullable
+from idem_assets.lake.stored import data_files, filesystem, parquet_batches
 from idem_assets.lake.tables import LakeTable, table_schema
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -45,24 +31,9 @@ STREAM_PREFIX = "stream-"
 ROWS_PER_FILE = 2_000_000
 # Delta truncates string statistics; longer bounds are left out (always safe for pruning).
 _MAX_STAT_CHARS = 64
-_BATCH_ROWS = 65_536
 # Table features that change neither how data files are read nor what a write must check.
 _PLAIN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
 _PLAIN_WRITER_FEATURES = _PLAIN_READER_FEATURES | {"appendOnly", "checkpointProtection"}
-
-
-def is_text(kind: pa.DataType) -> bool:
-    """Whether an Arrow type is one of the string spellings (string, large, view)."""
-    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
-            or pa.types.is_string_view(kind))
-
-
-def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The Arrow filesystem and base path of a table location (driver-side metadata reads)."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), os.path.abspath(uri)
-    fs, path = pafs.FileSystem.from_uri(uri)
-    return fs, path
 
 
 @dataclass(frozen=True)
@@ -132,7 +103,16 @@ def typed_partition_value(text: str | None, kind: pa.DataType) -> object:
 
 @dataclass(frozen=True)
 class StagedWrite:
-    """Files staged under one folder of the table, not yet committed."""
+    """Files staged under one folder of the table, not yet committed.
+
+    The folder is ``<table>/<prefix>-<id>/`` (``<partition>=<value>/….parquet`` inside
+    it); nothing in it is part of the table until a Delta commit adds its files, and
+    ``discard`` deletes it when the commit is skipped or lost. Add actions are built from
+    each file's footer (size, rows, min/max/null counts per column), so no row passes
+    through memory for that. Spark executors stage files this way, and so does the local
+    engine for streamed writes (``lake.overwrite.overwrite_stream``): delta-rs's own writer
+    buffers a partitioned stream in memory.
+    """
 
     table_uri: str
     folder: str
@@ -155,15 +135,9 @@ class StagedWrite:
         fs, base = filesystem(self.table_uri)
         column = self.partition_column
         for staged in self.files:
-            with fs.open_input_file(f"{base}/{staged.path}") as handle:
-                for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
-                    table = pa.Table.from_batches([batch])
-                    if column:
-                        kind = schema.field(column).type
-                        value = typed_partition_value(staged.partition_value, kind)
-                        table = table.append_column(
-                            column, pa.array([value] * table.num_rows, kind))
-                    yield conform(table, schema)
+            value = (typed_partition_value(staged.partition_value, schema.field(column).type)
+                     if column else None)
+            yield from parquet_batches(fs, f"{base}/{staged.path}", schema, column, value)
 
     def fingerprint(self, schema: pa.Schema) -> Fingerprint:
         """Fingerprint of the staged rows, computed batch by batch in flat driver memory."""
@@ -212,66 +186,6 @@ def list_staged(table_uri: str, folder: str, schema: pa.Schema,
         files.append(StagedFile(relative, info.size, metadata.num_rows, value,
                                 footer_stats(metadata, schema), mtime))
     return tuple(sorted(files, key=lambda f: f.path))
-
-
-@dataclass(frozen=True)
-class DataFile:
-    """A file of the table's current version, as its add action describes it."""
-
-    path: str  # relative to the table root (or absolute)
-    size: int
-    partition_value: object  # typed (e.g. a date); None when unpartitioned or null
-
-
-def data_files(table: DeltaTable, partition_column: str | None,
-               keep: Callable[[object], bool] | None = None) -> list[DataFile]:
-    """The table's data files, optionally only those whose partition value ``keep`` accepts."""
-    out = []
-    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
-        value = action.get(f"partition.{partition_column}") if partition_column else None
-        if keep is None or keep(value):
-            out.append(DataFile(action["path"], action["size_bytes"], value))
-    return out
-
-
-def file_location(table: DeltaTable, path: str) -> str:
-    """Where a data file of the table lives (log paths are relative to the table root)."""
-    if "://" in path or path.startswith("/"):
-        return path
-    return f"{table.table_uri.rstrip('/')}/{path}"
-
-
-def stored_batches(table: DeltaTable, partition_column: str | None,
-                   keep: Callable[[object], bool] | None = None) -> Iterator[pa.Table]:
-    """The stored rows of the kept partitions, in bounded batches typed to the table schema."""
-    schema = table_schema(table)
-    for data in data_files(table, partition_column, keep):
-        fs, path = filesystem(file_location(table, data.path))
-        with fs.open_input_file(path) as handle:
-            for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
-                rows = pa.Table.from_batches([batch])
-                if partition_column:
-                    kind = schema.field(partition_column).type
-                    rows = rows.append_column(
-                        partition_column, pa.array([data.partition_value] * rows.num_rows, kind))
-                yield conform(rows, schema)
-
-
-def table_fingerprint(target: LakeTable) -> Fingerprint | None:
-    """Fingerprint of a whole table (None if it does not exist), in flat memory."""
-    table = target.open()
-    if table is None:
-        return None
-    partitions = list(table.metadata().partition_columns)
-    return fingerprint_batches(stored_batches(table, partitions[0] if partitions else None))
-
-
-def slice_fingerprint(table: DeltaTable, condition: Range) -> Fingerprint:
-    """Fingerprint of the stored rows of the partitions within ``condition``."""
-    def keep(value: object) -> bool:
-        return value is not None and condition.start <= value < condition.end  # type: ignore[operator]
-
-    return fingerprint_batches(stored_batches(table, condition.column, keep))
 
 
 def require_plain_table(table: DeltaTable, partition_column: str | None,

@@ -6,7 +6,7 @@ each logical write as one Delta transaction through delta-rs. Results equal the 
 engine's (same content fingerprints). See docs/spark.md.
 """
 
-from idem_assets.spark.commit import table_fingerprint
+from idem_assets.lake.stored import table_fingerprint
 from idem_assets.spark.merge import merge_partitions_spark
 from idem_assets.spark.resource import (
     LOCAL_MASTER,

@@ -18,21 +18,17 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from idem_assets.lake.append import already_committed
 from idem_assets.lake.result import WriteResult
-from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
-from idem_assets.spark.commit import (
-    DataFile,
-    already_committed,
+from idem_assets.lake.staging import (
     create_table,
-    data_files,
     discard_unless_committed,
-    file_location,
     next_version,
-    properties_for,
-    removes,
     require_plain_table,
-    skipped,
 )
+from idem_assets.lake.stored import DataFile, data_files, file_location
+from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
+from idem_assets.spark.commit import properties_for, removes
 from idem_assets.spark.schema import col, conform_spark, spark_schema
 from idem_assets.spark.staging import spark_uri, stage
 from idem_assets.spark.transforms import dedupe_newest_spark, survivor, survivor_ordering
@@ -152,7 +148,8 @@ def merge_partitions_spark(
     def attempt(number: int) -> WriteResult:
         table = target.open()
         if already_committed(table, txn) is not None:
-            return skipped(STRATEGY, target, table, batch_fp, number + 1, details)
+            return WriteResult.unchanged(STRATEGY, target.uri, table.version(), batch_fp,
+                                         attempts=number + 1, details=details)
         if table is None:
             staged = stage(batch, target, schema, partition_column, cluster_by)
             try:
@@ -160,9 +157,9 @@ def merge_partitions_spark(
             except BaseException:
                 discard_unless_committed(target, staged)
                 raise
-            return WriteResult(STRATEGY, target.uri, 0, True, staged.rows, batch_fp,
-                               rows_inserted=staged.rows, attempts=number + 1,
-                               details={**details, "files_added": len(staged.files)})
+            return WriteResult.written(STRATEGY, target.uri, 0, staged.rows, batch_fp,
+                                       rows_inserted=staged.rows, attempts=number + 1,
+                                       details={**details, "files_added": len(staged.files)})
         require_plain_table(table, partition_column, schema)
         files = data_files(table, partition_column,
                            (lambda v: v in touched) if touched is not None else None)
@@ -170,7 +167,8 @@ def merge_partitions_spark(
         plan = _plan(stored, batch, key, version_column, partition_column)
         try:
             if not plan.changed:
-                return skipped(STRATEGY, target, table, batch_fp, number + 1, details)
+                return WriteResult.unchanged(STRATEGY, target.uri, table.version(), batch_fp,
+                                             attempts=number + 1, details=details)
             rewrite = plan.winners
             if partition_column:
                 rewrite = rewrite.filter(_in(partition_column, plan.changed))
@@ -188,8 +186,8 @@ def merge_partitions_spark(
         except BaseException:
             discard_unless_committed(target, staged)
             raise
-        return WriteResult(
-            STRATEGY, target.uri, next_version(table), True, plan.inserts + plan.updates,
+        return WriteResult.written(
+            STRATEGY, target.uri, next_version(table), plan.inserts + plan.updates,
             batch_fp, rows_inserted=plan.inserts, rows_updated=plan.updates, attempts=number + 1,
             details={**details, "partitions_rewritten": len(plan.changed),
                      "rows_rewritten": plan.rows_rewritten, "files_added": len(staged.files),

@@ -7,8 +7,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from idem_assets.lake.frames import is_text
 from idem_assets.lake.predicates import quote_identifier
-from idem_assets.lake.staging import is_text
 
 __all__ = ["col", "conform_spark", "is_text", "spark_schema", "spark_type"]
 

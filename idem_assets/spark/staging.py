@@ -16,33 +16,11 @@ import pyarrow as pa
 from pyspark import StatusTracker
 from pyspark.sql import DataFrame, SparkSession
 
-from idem_assets.lake.staging import (
-    NULL_PARTITION,
-    StagedFile,
-    StagedWrite,
-    filesystem,
-    footer_stats,
-    list_staged,
-    remove_folder,
-    typed_partition_value,
-)
+from idem_assets.lake.staging import StagedWrite, list_staged, remove_folder
 from idem_assets.lake.tables import LakeTable
 from idem_assets.spark.schema import col
 
-__all__ = [
-    "NULL_PARTITION",
-    "STAGING_PREFIX",
-    "StagedFile",
-    "StagedWrite",
-    "filesystem",
-    "footer_stats",
-    "in_job_group",
-    "list_staged",
-    "remove_folder",
-    "spark_uri",
-    "stage",
-    "typed_partition_value",
-]
+__all__ = ["STAGING_PREFIX", "in_job_group", "spark_uri", "stage"]
 
 STAGING_PREFIX = "spark-"
 

@@ -16,25 +16,24 @@ from deltalake import DeltaTable, Transaction
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from idem_assets.lake.append import already_committed
 from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
 from idem_assets.lake.predicates import Range, date_range
 from idem_assets.lake.result import WriteResult
-from idem_assets.lake.staging import commit_overwrite
-from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
-from idem_assets.spark.commit import (
-    SPARK_ERRORS,
-    already_committed,
+from idem_assets.lake.staging import (
+    StagedWrite,
+    commit_overwrite,
     create_table,
     discard_unless_committed,
     next_version,
-    properties_for,
     require_plain_table,
-    skipped,
-    slice_fingerprint,
 )
+from idem_assets.lake.stored import slice_fingerprint
+from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
+from idem_assets.spark.commit import SPARK_ERRORS, properties_for
 from idem_assets.spark.schema import col, conform_spark
-from idem_assets.spark.staging import StagedWrite, stage
+from idem_assets.spark.staging import stage
 from idem_assets.spark.transforms import spark_fingerprint
 
 _OUTSIDE = "idem: row outside the overwritten range"
@@ -97,8 +96,9 @@ def overwrite_partitions_spark(
     done = already_committed(table, txn)
     if done is not None:
         # A replay of a committed (app id, version): nothing is staged at all.
-        return skipped("overwrite", target, table, spark_fingerprint(rows), 1,
-                       {"txn_version": done})
+        return WriteResult.unchanged("overwrite", target.uri, table.version(),
+                                     spark_fingerprint(rows),
+                                     details={"engine": "spark", "txn_version": done})
     if table is not None:
         require_plain_table(table, partition_column, schema)  # before any file is written
     staged = _stage_within(rows, target, schema, rng, cluster_by)
@@ -111,10 +111,12 @@ def overwrite_partitions_spark(
         if already_committed(table, txn) is not None or (
                 table is not None and skip_unchanged and _unchanged(table, rng, new_fp)):
             staged.discard()
-            return skipped("overwrite", target, table, new_fp, number + 1, {})
+            return WriteResult.unchanged("overwrite", target.uri, table.version(), new_fp,
+                                         attempts=number + 1, details={"engine": "spark"})
         version = commit_overwrite(target, table, staged, schema, start, end, properties)
-        return WriteResult("overwrite", target.uri, version, True, staged.rows, new_fp,
-                           rows_inserted=staged.rows, attempts=number + 1, details=details)
+        return WriteResult.written("overwrite", target.uri, version, staged.rows, new_fp,
+                                   rows_inserted=staged.rows, attempts=number + 1,
+                                   details=details)
 
     try:
         return with_commit_retries(attempt)
@@ -152,8 +154,9 @@ def append_spark(
     table = target.open()
     done = already_committed(table, txn)
     if done is not None:
-        return skipped("append", target, table, spark_fingerprint(rows), 1,
-                       {"txn_version": done})
+        return WriteResult.unchanged("append", target.uri, table.version(),
+                                     spark_fingerprint(rows),
+                                     details={"engine": "spark", "txn_version": done})
     if table is not None:
         require_plain_table(table, partition_column, schema)  # before any file is written
     staged = stage(rows, target, schema, partition_column)
@@ -165,8 +168,9 @@ def append_spark(
         committed = already_committed(table, txn)
         if committed is not None:
             staged.discard()
-            return skipped("append", target, table, batch_fp, number + 1,
-                           {"txn_version": committed})
+            return WriteResult.unchanged("append", target.uri, table.version(), batch_fp,
+                                         attempts=number + 1,
+                                         details={"engine": "spark", "txn_version": committed})
         if table is None:
             create_table(target, staged, schema, properties)
             new_version = 0
@@ -177,10 +181,10 @@ def append_spark(
                 partition_by=[partition_column] if partition_column else None,
                 commit_properties=properties)
             new_version = next_version(table)
-        return WriteResult("append", target.uri, new_version, True, staged.rows, batch_fp,
-                           rows_inserted=staged.rows, attempts=number + 1,
-                           details={"engine": "spark", "txn_version": version,
-                                    "files_added": len(staged.files)})
+        return WriteResult.written("append", target.uri, new_version, staged.rows, batch_fp,
+                                   rows_inserted=staged.rows, attempts=number + 1,
+                                   details={"engine": "spark", "txn_version": version,
+                                            "files_added": len(staged.files)})
 
     try:
         return with_commit_retries(attempt)

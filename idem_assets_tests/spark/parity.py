@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from idem_assets.lake import fingerprint
+from idem_assets.lake.frames import nullable
 from idem_assets.landing import LandingBatch
-from idem_assets.spark.commit import nullable
 from idem_assets.spark.landing import SparkLandingBatch
 from idem_assets.spark.transforms import spark_fingerprint
 

@@ -10,9 +10,9 @@ import pytest
 from deltalake import DeltaTable
 
 from idem_assets.lake import LakeTable, fingerprint, merge_upsert
+from idem_assets.lake.stored import data_files, table_fingerprint
 from idem_assets.landing import read_days
 from idem_assets.sample import CUSTOMERS, EVENTS, EVENTS_SOURCE, generate
-from idem_assets.spark.commit import data_files, table_fingerprint
 from idem_assets.spark.merge import merge_partitions_spark
 from idem_assets_tests.spark.rows import to_spark
 
