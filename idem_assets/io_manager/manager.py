@@ -17,8 +17,10 @@ from deltalake import DeltaTable
 from pydantic import Field, field_validator
 
 from idem_assets.faults import crash_point
-from idem_assets.io_manager.engines import SparkWrite, is_spark_frame, write_spark
+from idem_assets.io_manager.engines import is_spark_frame, write_spark
 from idem_assets.io_manager.location import TablePath, dropin_path, lake_path
+from idem_assets.io_manager.metadata import RowCounts, output_metadata
+from idem_assets.io_manager.noop import BY_INPUTS, same_inputs
 from idem_assets.io_manager.output import StaleSkipError, TableOutput
 from idem_assets.io_manager.slices import PartitionSlice, partition_slice, partitions_label
 from idem_assets.io_manager.spec import WriteSpec
@@ -31,8 +33,15 @@ from idem_assets.io_manager.strategies import (
     write,
     write_stream,
 )
-from idem_assets.io_manager.tracking import LakeWriteLog, encode_conditions, lease_heartbeat
-from idem_assets.lake import LakeTable, WriteResult, date_range, read_rows, slice_signature
+from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat
+from idem_assets.lake import (
+    Fingerprint,
+    LakeTable,
+    WriteResult,
+    date_range,
+    read_rows,
+    slice_signature,
+)
 from idem_assets.lake.frames import as_type, is_writable, to_arrow, unsupported
 from idem_assets.lake.predicates import Condition, quote_identifier
 from idem_assets.lake.tables import table_schema
@@ -51,58 +60,6 @@ def output_window(context: dg.OutputContext | dg.InputContext) -> Window:
 def target_table(lake: LakeResource, spec: WriteSpec, asset_key: dg.AssetKey) -> LakeTable:
     """The Delta table an asset writes in the project lake: ``spec.table`` or its key path."""
     return lake.table(spec.table or "/".join(asset_key.path))
-
-
-def write_metadata(spec: WriteSpec, batch: PreparedBatch | None, result: WriteResult,
-                   label: str) -> dict[str, Any]:
-    """Materialization metadata for one write: what was written, where, and its fingerprint.
-
-    ``batch`` is None for a streamed write, whose rows were counted on their way through.
-    """
-    rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
-    return {
-        "strategy": spec.strategy,
-        "table_uri": dg.MetadataValue.path(result.table_uri),
-        "partition_range": label,
-        "delta_version": result.version,
-        "committed": result.committed,
-        "fingerprint": str(result.fingerprint),
-        "dagster/row_count": rows,
-        "rows_written": result.rows_written,
-        "rows_inserted": result.rows_inserted,
-        "rows_updated": result.rows_updated,
-        "input_rows": rows if batch is None else batch.input_rows,
-        "duplicates_dropped": 0 if batch is None else batch.duplicates_dropped,
-        "conflicting_keys": 0 if batch is None else batch.conflicting_keys,
-        "streamed": batch is None,
-        "write_attempts": result.attempts,
-        # How a no-op was proven: "checkpoint" (files unchanged since the last settled
-        # write, no data read) or "content" (compared with the stored rows).
-        "no_op_proof": ("" if result.committed
-                        else str(result.details.get("proven_by", "content"))),
-    }
-
-
-def spark_metadata(spec: WriteSpec, outcome: SparkWrite, label: str) -> dict[str, Any]:
-    """Materialization metadata of a write done by the Spark engine."""
-    result = outcome.result
-    return {
-        "strategy": spec.strategy,
-        "engine": "spark",
-        "table_uri": dg.MetadataValue.path(result.table_uri),
-        "partition_range": label,
-        "delta_version": result.version,
-        "committed": result.committed,
-        "fingerprint": str(result.fingerprint),
-        "dagster/row_count": result.fingerprint.rows,
-        "rows_written": result.rows_written,
-        "rows_inserted": result.rows_inserted,
-        "rows_updated": result.rows_updated,
-        "duplicates_dropped": outcome.duplicates_dropped,
-        "conflicting_keys": outcome.conflicting_keys,
-        "write_attempts": result.attempts,
-        "no_op_proof": "" if result.committed else "content",
-    }
 
 
 def spark_conditions(spec: WriteSpec, window: Window) -> list[Condition]:
@@ -351,22 +308,27 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
         metadata_duplicates = (outcome.duplicates_dropped if spark
                                else batch.duplicates_dropped if batch is not None else 0)
-        log.succeed(claim, {"fingerprint": str(result.fingerprint), "files": files,
-                            "version": result.version, "committed": result.committed,
-                            "rows": rows, "input_signature": output.input_signature,
-                            "input_hashes": dict(output.input_hashes or {}),
-                            "conditions": encode_conditions(conditions),
-                            "duplicates_dropped": int(metadata_duplicates)})
+        log.settle(claim, fingerprint=str(result.fingerprint), files=files,
+                   version=result.version, committed=result.committed, rows=rows,
+                   input_signature=output.input_signature,
+                   input_hashes=output.input_hashes or {}, conditions=conditions,
+                   duplicates_dropped=int(metadata_duplicates))
         if spark:
-            metadata = spark_metadata(spec, outcome, covered.display)
+            counts = RowCounts(rows, metadata_duplicates,
+                               conflicting_keys=outcome.conflicting_keys)
         else:
-            metadata = write_metadata(spec, batch, result, covered.display)
-            declared = "dagster/column_schema" in (context.definition_metadata or {})
-            if batch is not None and not declared:
-                # What dagster-deltalake shows: the columns written (when not declared).
-                metadata["dagster/column_schema"] = dg.MetadataValue.table_schema(
-                    dg.TableSchema(columns=[dg.TableColumn(name=f.name, type=str(f.type))
-                                            for f in batch.rows.schema]))
+            counts = RowCounts(rows, metadata_duplicates,
+                               input_rows=rows if batch is None else batch.input_rows,
+                               conflicting_keys=0 if batch is None else batch.conflicting_keys,
+                               streamed=batch is None)
+        metadata = output_metadata(spec, result, covered.display, counts,
+                                   engine="spark" if spark else None)
+        declared = "dagster/column_schema" in (context.definition_metadata or {})
+        if batch is not None and not declared:
+            # What dagster-deltalake shows: the columns written (when not declared).
+            metadata["dagster/column_schema"] = dg.MetadataValue.table_schema(
+                dg.TableSchema(columns=[dg.TableColumn(name=f.name, type=str(f.type))
+                                        for f in batch.rows.schema]))
         if output.input_signature:
             metadata["input_signature"] = output.input_signature
         return metadata
@@ -389,32 +351,28 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                            output: TableOutput) -> dict[str, Any]:
         """Record a skip on unchanged inputs, if the slice is still what was settled."""
         settled = log.last_settled()
-        if (settled is None or table is None or settled.input_signature != output.input_signature
-                or slice_signature(table, settled.conditions) != settled.files):
+        if (settled is None or table is None
+                or not same_inputs(settled, output.input_signature, lambda: table)):
             raise StaleSkipError(
                 f"{target.uri} {covered.display} changed after the asset found its inputs "
                 "unchanged; rerun the partition to recompute it"
             )
         claim = log.begin({"fingerprint": settled.fingerprint, "window": covered.display})
-        log.succeed(claim, {"fingerprint": settled.fingerprint, "files": settled.files,
-                            "version": table.version(), "committed": False,
-                            "rows": settled.rows, "input_signature": settled.input_signature,
-                            "input_hashes": dict(output.input_hashes or settled.input_hashes),
-                            "conditions": encode_conditions(settled.conditions),
-                            "duplicates_dropped": settled.duplicates_dropped})
-        return {
-            "strategy": spec.strategy,
-            "table_uri": dg.MetadataValue.path(target.uri),
-            "partition_range": covered.display,
-            "delta_version": table.version(),
-            "committed": False,
-            "fingerprint": settled.fingerprint,
-            "dagster/row_count": settled.rows,
-            "rows_written": 0,
-            "duplicates_dropped": settled.duplicates_dropped,
-            "no_op_proof": "inputs",
-            "input_signature": settled.input_signature,
-        }
+        log.settle(claim, fingerprint=settled.fingerprint, files=settled.files,
+                   version=table.version(), committed=False, rows=settled.rows,
+                   input_signature=settled.input_signature,
+                   input_hashes=output.input_hashes or settled.input_hashes,
+                   conditions=settled.conditions,
+                   duplicates_dropped=settled.duplicates_dropped)
+        # Nothing was computed: the fingerprint reported is the settled write's, as stored.
+        skipped = WriteResult.unchanged(spec.strategy, target.uri, table.version(),
+                                        Fingerprint(settled.rows, ""),
+                                        details={"proven_by": BY_INPUTS})
+        metadata = output_metadata(spec, skipped, covered.display,
+                                   RowCounts(settled.rows, settled.duplicates_dropped),
+                                   fingerprint=settled.fingerprint)
+        metadata["input_signature"] = settled.input_signature
+        return metadata
 
     # --- reading ------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from idem_assets.io_manager.noop import BY_CHECKPOINT, same_content
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.tracking import SettledWrite
 from idem_assets.io_manager.window import Window
@@ -30,7 +31,6 @@ from idem_assets.lake import (
     plan_merge,
     read_rows,
     replace_table,
-    slice_signature,
 )
 from idem_assets.lake.fingerprint import resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
@@ -124,10 +124,10 @@ def write(
     if settled is not None:
         table = target.open()
         batch_fp = batch.fingerprint
-        if (table is not None and settled.fingerprint == str(batch_fp)
-                and settled.files == slice_signature(table, conditions)):
-            return WriteResult(spec.strategy, target.uri, table.version(), False, 0, batch_fp,
-                               details={"proven_by": "checkpoint", "record": settled.record_id})
+        if table is not None and same_content(settled, table, batch_fp, conditions):
+            return WriteResult.unchanged(
+                spec.strategy, target.uri, table.version(), batch_fp,
+                details={"proven_by": BY_CHECKPOINT, "record": settled.record_id})
     if spec.strategy == "overwrite":
         if not conditions:
             start, end = _require_window(spec, window)
@@ -197,8 +197,7 @@ def write_stream(spec: WriteSpec, target: LakeTable, batches: pa.RecordBatchRead
     conditions = [date_range(column, start, end)]
 
     def unchanged(table: DeltaTable, new: Fingerprint) -> bool:
-        return (settled is not None and settled.fingerprint == str(new)
-                and settled.files == slice_signature(table, conditions))
+        return same_content(settled, table, new, conditions)
 
     return overwrite_stream(target, batches, column, start, end, schema=schema,
                             commit_metadata=commit_metadata, unchanged=unchanged)

@@ -184,6 +184,18 @@ class LakeWriteLog:
             for again in self.store.claim(self.scope, late, lease_seconds=30, record_ids=[late]):
                 self.store.succeed(again, dict(result))
 
+    def settle(self, claim: Claim, *, fingerprint: str, files: str, version: int,
+               committed: bool, rows: int, input_signature: str | None,
+               input_hashes: Mapping[str, Any], conditions: Sequence[Condition],
+               duplicates_dropped: int) -> None:
+        """Settle the record with what ``last_settled`` reads back for the next run."""
+        self.succeed(claim, {"fingerprint": fingerprint, "files": files, "version": version,
+                             "committed": committed, "rows": rows,
+                             "input_signature": input_signature,
+                             "input_hashes": dict(input_hashes),
+                             "conditions": encode_conditions(conditions),
+                             "duplicates_dropped": duplicates_dropped})
+
     def fail(self, claim: Claim, error: BaseException) -> None:
         """Record a failed write (nothing committed, or the error came after the commit)."""
         try:

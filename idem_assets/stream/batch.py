@@ -7,19 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
-from deltalake.exceptions import DeltaError
+from deltalake import DeltaTable
 
-from idem_assets.lake import Fingerprint, LakeTable, fingerprint
+from idem_assets.lake import Fingerprint, fingerprint
 from idem_assets.lake.frames import conform
-from idem_assets.lake.tables import commit_properties, is_conflict
-from idem_assets.landing.reader import QUARANTINE_SCHEMA
+from idem_assets.landing.normalise import QUARANTINE_SCHEMA
 from idem_assets.stream.files import FileRead
 from idem_assets.stream.offsets import BatchPlan
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
 
-# The shared quarantine table's layout; the daily landing assets create it the same way.
-QUARANTINE_PARTITIONS = ("source", "partition_date")
 # Commit metadata that lets a restart recognise a batch's commit in the table history.
 META_STREAM = "idem.stream"
 META_BATCH = "idem.stream.batch"
@@ -81,18 +77,3 @@ def find_batch_commit(table: DeltaTable, source: StreamSource, seq: int) -> dict
         if entry.get(META_STREAM) == source.name and entry.get(META_BATCH) == str(seq):
             return entry
     return None
-
-
-def ensure_quarantine_table(target: LakeTable) -> None:
-    """Create the shared quarantine table (empty, usual layout) if it does not exist yet."""
-    if target.open() is not None:
-        return
-    try:
-        write_deltalake(target.uri, QUARANTINE_SCHEMA.empty_table(), mode="error",
-                        partition_by=list(QUARANTINE_PARTITIONS),
-                        storage_options=target.options(),
-                        commit_properties=commit_properties({"idem.asset": "quarantine"}))
-    except DeltaError as error:
-        # Losing the creation race is fine: the winner made the same empty table.
-        if not (is_conflict(error) and target.exists()):
-            raise

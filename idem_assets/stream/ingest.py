@@ -17,7 +17,7 @@ from pathlib import Path
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, Tracker
 from idem_assets.lake import LakeTable, append_exactly_once, txn_version
-from idem_assets.landing.reader import QUARANTINE_SCHEMA
+from idem_assets.landing.quarantine import append_quarantine
 from idem_assets.stream.batch import (
     META_ABANDONED,
     META_BATCH,
@@ -28,7 +28,6 @@ from idem_assets.stream.batch import (
     BuiltBatch,
     batch_metadata,
     build_batch,
-    ensure_quarantine_table,
     find_batch_commit,
 )
 from idem_assets.stream.errors import StreamBlocked, StreamStateError
@@ -219,12 +218,9 @@ class StreamIngester:
         # Written after the rows' commit: a batch that never reached the table (crashed, or
         # set aside) leaves no quarantine rows behind to be duplicated by its replacement.
         if built.quarantine.num_rows:
-            ensure_quarantine_table(self.quarantine)
-            append_exactly_once(
-                self.quarantine, built.quarantine, self.source.quarantine_app_id, built.plan.seq,
-                schema=QUARANTINE_SCHEMA,
-                commit_metadata={"idem.asset": "quarantine", META_STREAM: self.source.name,
-                                 META_BATCH: built.plan.seq})
+            append_quarantine(self.quarantine, built.quarantine, self.source.quarantine_app_id,
+                              built.plan.seq,
+                              {META_STREAM: self.source.name, META_BATCH: built.plan.seq})
         self._observe("quarantined", built.plan.seq, rows=built.quarantine.num_rows)
 
     def _check_order(self, seq: int, done: int | None) -> None:

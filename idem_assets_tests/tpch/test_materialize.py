@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from idem_assets.lake import Fingerprint, read_rows
-from idem_assets.lib.landing_io import QUARANTINE_TABLE
+from idem_assets.landing.quarantine import QUARANTINE_TABLE
 from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets.sample.tpch import TPCH_FIRST_DAY
 from idem_assets.sources import load_source

@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from idem_assets.lib.landing_io import QUARANTINE_TABLE
+from idem_assets.landing.quarantine import QUARANTINE_TABLE
 from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets.sample import EVENTS_STREAM
 from idem_assets.stream import RunReport, StreamIngester, StreamSettings, StreamStep

@@ -5,9 +5,9 @@ import dagster as dg
 from idem_assets.io_manager import PreparedBatch, Window, target_table
 from idem_assets.io_manager.strategies import slice_conditions
 from idem_assets.lake import read_rows
+from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
 from idem_assets.landing.reader import LandingBatch
 from idem_assets.lib.lake_asset import LakeAssetDef
-from idem_assets.lib.landing_io import QUARANTINE_TABLE, quarantine_conditions
 from idem_assets.resources import LakeResource
 
 CONSERVATION = "conservation"

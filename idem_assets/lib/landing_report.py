@@ -1,0 +1,75 @@
+"""What a landing read reports on its asset: row accounting, and files nobody reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+import dagster as dg
+
+from idem_assets.io_manager import Window
+from idem_assets.landing.contract import SourceContract
+from idem_assets.landing.files import discover_day, discover_snapshot, is_hidden
+from idem_assets.landing.reader import LandingBatch
+from idem_assets.resources import LakeResource
+
+MAX_LISTED_FILES = 50
+
+
+def add_asset_metadata(context: dg.AssetExecutionContext, metadata: dict[str, Any]) -> None:
+    """Metadata for the asset's output (the step also has an output per check)."""
+    name = context.assets_def.get_output_name_for_asset_key(context.asset_key)
+    context.add_output_metadata(metadata, output_name=name)
+
+
+def listed(ignored: Mapping[str, str]) -> dg.MetadataValue:
+    """Unread files (path -> why) as metadata, the first ``MAX_LISTED_FILES`` by path."""
+    return dg.MetadataValue.json(dict(sorted(ignored.items())[:MAX_LISTED_FILES]))
+
+
+def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, Any]:
+    """Row accounting for the materialization: raw rows, valid rows, quarantined rows, files."""
+    files = [
+        {"file": f.relpath, "format": f.format, "rows": f.rows, "sha256": f.sha256[:12]}
+        for f in batch.files[:MAX_LISTED_FILES]
+    ]
+    reasons: dict[str, int] = {}
+    if batch.quarantine.num_rows:
+        for reason in batch.quarantine.column("reason").to_pylist():
+            head = str(reason).split(":", 1)[0]
+            reasons[head] = reasons.get(head, 0) + 1
+    return {
+        "landing_files": len(batch.files),
+        "raw_rows": batch.raw_rows,
+        "valid_rows": batch.rows.num_rows,
+        "quarantined_rows": batch.quarantine.num_rows,
+        "quarantine_reasons": dg.MetadataValue.json(reasons),
+        "quarantine_table_version": quarantine_version,
+        "dropped_columns": dg.MetadataValue.json(
+            {path: list(cols) for path, cols in batch.dropped_columns.items()}
+        ),
+        "files": dg.MetadataValue.json(files),
+        # Files in the folder that were not read, and remarks such as zero-byte files: shown so
+        # that a producer's misnamed or empty file is seen by a person, not silently skipped.
+        "ignored_files": listed(batch.ignored_files),
+        "file_notes": dg.MetadataValue.json(
+            {p: list(n) for p, n in sorted(batch.notes.items())[:MAX_LISTED_FILES]}),
+    }
+
+
+def warn_unread(context: dg.AssetExecutionContext, ignored: Mapping[str, str]) -> None:
+    """Log landing files nobody reads (hidden files are in-progress writes by convention)."""
+    unread = [(p, why) for p, why in sorted(ignored.items())
+              if not is_hidden(PurePosixPath(p).name)]
+    for relpath, why in unread[:MAX_LISTED_FILES]:
+        context.log.warning(f"landing file {relpath} was not read: {why}")
+
+
+def unread_files(lake: LakeResource, contract: SourceContract, window: Window) -> dict[str, str]:
+    """Files in the window's landing folders that the reader leaves alone (listing only)."""
+    if contract.daily:
+        found = [discover_day(lake.landing_path, contract, day) for day in window.days()]
+    else:
+        found = [discover_snapshot(lake.landing_path, contract)]
+    return {path: why for item in found for path, why in item.ignored.items()}
