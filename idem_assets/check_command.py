@@ -34,6 +34,8 @@ from typing import Any
 import dagster as dg
 
 _RANGE = "..."
+# Dagster's own variable for where its instance lives (see idem_assets.resources).
+DAGSTER_HOME_ENV = "DAGSTER_HOME"
 # Metadata worth a column in the table, in this order, when a check reports it.
 _KEY_METADATA = ("rows_differing", "duplicated_keys", "unaccounted", "offending_rows",
                  "quarantined", "mismatched_days", "stored_rows", "rows_checked")
@@ -253,7 +255,7 @@ def junit_xml(report: RunReport) -> str:
 
 
 def _instance() -> dg.DagsterInstance:
-    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else \
+    return dg.DagsterInstance.get() if os.environ.get(DAGSTER_HOME_ENV) else \
         dg.DagsterInstance.ephemeral()
 
 

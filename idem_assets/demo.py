@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 from idem_assets.definitions import defs  # noqa: E402
 from idem_assets.lake import fingerprint, read_rows  # noqa: E402
-from idem_assets.landing.reader import list_days  # noqa: E402
+from idem_assets.landing import list_days  # noqa: E402
 from idem_assets.resources import LakeResource  # noqa: E402
 from idem_assets.sample.sources import DEFS_DIR, ORDERS  # noqa: E402
 from idem_assets.sources import load_source  # noqa: E402

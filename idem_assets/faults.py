@@ -15,6 +15,7 @@ The kill is a real ``SIGKILL``: no ``finally``, no ``atexit``, no flush, exactly
 the OOM killer or a pulled plug. Just before it, one line naming the point is written
 (unbuffered) to stderr so the parent process can prove where the child died. The
 variable is read at call time, never at import, so a parent sets it per child process.
+(``idem_assets.resources`` lists where each of the project's variables is read.)
 """
 
 from __future__ import annotations

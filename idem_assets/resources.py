@@ -1,4 +1,28 @@
-"""Resources: where the landing zone and the lake live. The one place env vars are read."""
+"""Resources: the landing zone, the lake, the checkpoint store, the notification service.
+
+This is the one place the project's settings are read from the environment, at run time
+(never at import), each name a constant below: ``IDEM_LANDING_DIR`` and ``IDEM_LAKE_DIR``
+(``LakeResource``), ``IDEM_STATE_URL`` (``CheckpointResource``), ``IDEM_NOTIFY_URL`` and
+``IDEM_NOTIFY_TOKEN`` (``NotificationResource``; the token only as a ``dg.EnvVar``, see
+``NotificationResource.from_environment``), and any ``dg.EnvVar`` given as an S3 setting
+(``storage_option_values``). Left unset, S3 credentials are delta-rs's own ``AWS_*``.
+
+Three variables are read elsewhere, where this Dagster module cannot or should not be:
+
+- ``IDEM_NOTIFY_TOKEN`` (``idem_assets.notify.NOTIFY_TOKEN_ENV``, the name imported here)
+  by ``idem_assets.notify.__main__``: the reference notification server is a standalone,
+  Dagster-free process with its own command line.
+- ``IDEM_CRASH_AT`` and ``IDEM_CRASH_ONCE`` (``idem_assets.faults.CRASH_ENV`` /
+  ``CRASH_ONCE_ENV``) by ``idem_assets.faults``: test-only crash injection, called inside
+  the Dagster-free lake and notify layers and read at each call so a parent arms each child.
+- ``DAGSTER_HOME`` (``idem_assets.check_command.DAGSTER_HOME_ENV``) by
+  ``idem_assets.check_command``: Dagster's own convention for where its instance lives; the
+  command only asks whether it is set, to record results there instead of in a temporary
+  instance (``dg.DagsterInstance.get()`` then reads it itself).
+
+The Dagster instance profiles (``dagster.yaml``, ``deploy/postgres/dagster.yaml``) name
+their own variables, which Dagster reads.
+"""
 
 
 import hashlib
@@ -11,6 +35,7 @@ from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets.lake import LakeTable
+from idem_assets.notify import NOTIFY_TOKEN_ENV
 from idem_assets.notify.client import NotificationClient
 
 LANDING_DIR_ENV = "IDEM_LANDING_DIR"
@@ -163,7 +188,6 @@ class CheckpointResource(dg.ConfigurableResource):
 
 
 NOTIFY_URL_ENV = "IDEM_NOTIFY_URL"
-NOTIFY_TOKEN_ENV = "IDEM_NOTIFY_TOKEN"
 DEFAULT_NOTIFY_URL = "http://127.0.0.1:8765"
 
 
@@ -182,6 +206,11 @@ class NotificationResource(dg.ConfigurableResource):
         default=3, description="Retries inside one attempt (5xx, timeouts, 409 in flight)."
     )
     backoff_seconds: float = Field(default=0.2, description="First retry backoff, doubled.")
+
+    @classmethod
+    def from_environment(cls) -> "NotificationResource":
+        """The resource whose token is ``$IDEM_NOTIFY_TOKEN``, read at run time."""
+        return cls(token=dg.EnvVar(NOTIFY_TOKEN_ENV))
 
     @property
     def resolved_url(self) -> str:

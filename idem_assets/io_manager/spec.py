@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from idem_assets.lake.predicates import is_identifier
+
 PREFIX = "idem/"
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _TABLE = re.compile(r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")
 
 Strategy = Literal["overwrite", "merge", "replace", "append"]
@@ -162,7 +163,7 @@ def _idem_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_identifier(name: str) -> str:
-    if not _IDENTIFIER.match(name):
+    if not is_identifier(name):
         raise ValueError(f"not a plain column identifier: {name!r}")
     return name
 

@@ -28,14 +28,20 @@ DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 # +hhmm or +hh), optionally after one space (as strftime's "%Y-%m-%d %H:%M:%S %z" writes).
 TIMESTAMP_PATTERN = (r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:[.,](\d{0,9}))?"
                      r" ?([Zz]|[+-]\d{2}(?::?\d{2})?)?$")
+# chrono (strftime) syntax; idem_assets.spark.times spells the same forms for Java's
+# DateTimeFormatter, which shares no syntax with it.
+_DATE_FORMAT = "%Y-%m-%d"
 _ZONED_FORMAT = "%Y-%m-%dT%H:%M:%S%.f%:z"
 _NAIVE_FORMAT = "%Y-%m-%dT%H:%M:%S%.f"
-_SHOWN_CHARS = 60
+# A value longer than this is cut short in a reason message (on both engines).
+SHOWN_CHARS = 60
 TIMESTAMP_FORMS = ("YYYY-MM-DD[T| ]hh:mm:ss[.f up to 9 digits][Z|+hh:mm|+hhmm|+hh] "
                    "(no offset: the source's time zone)")
 BOOL_TRUE = ("true", "1", "yes")
 BOOL_FALSE = ("false", "0", "no")
 INT32_RANGE = (-(2**31), 2**31 - 1)
+# A whole float of smaller magnitude than this is an int64.
+INT64_FLOAT_BOUND = 2.0**63
 
 
 @dataclass(frozen=True)
@@ -83,8 +89,8 @@ def shown(expr: pl.Expr) -> pl.Expr:
     """A value as short text for a reason message."""
     text = expr.cast(pl.String, strict=False)
     return (
-        pl.when(text.str.len_chars() > _SHOWN_CHARS)
-        .then(text.str.slice(0, _SHOWN_CHARS) + pl.lit("..."))
+        pl.when(text.str.len_chars() > SHOWN_CHARS)
+        .then(text.str.slice(0, SHOWN_CHARS) + pl.lit("..."))
         .otherwise(text)
     )
 
@@ -148,7 +154,7 @@ def to_int(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Coer
         bad = raw.is_not_null() & value.is_null()
         return Coerced(value, pl.when(bad).then(_value_reason(name, "is outside int64", raw)))
     if dtype.is_float():
-        whole = raw.is_finite() & (raw == raw.floor()) & (raw.abs() < 2.0**63)
+        whole = raw.is_finite() & (raw == raw.floor()) & (raw.abs() < INT64_FLOAT_BOUND)
         value = pl.when(whole).then(raw.cast(pl.Int64, strict=False))
         rule = "is not a whole number within int64"
         bad = raw.is_not_null() & value.is_null()
@@ -191,7 +197,7 @@ def to_decimal(name: str, raw: pl.Expr, dtype: pl.DataType, target: pa.Decimal12
     extra = plain.str.contains(rules.extra_digits)
     fits = plain.str.contains(rules.fits)
     value = pl.when(plain.is_not_null() & ~extra & fits).then(
-        plain.str.replace(rules.trim, "${1}").cast(kind, strict=False)
+        plain.str.replace(rules.trim, "${1}").cast(kind, strict=False)  # Rust's group syntax
     )
     error = (
         pl.when(text.is_null()).then(pl.lit(None, pl.String))
@@ -244,7 +250,7 @@ def to_date(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
         return _type_error(name, raw, dtype, "a date (YYYY-MM-DD)")
     text = _text(raw)
     shaped = text.str.contains(DATE_PATTERN)
-    value = pl.when(shaped).then(text.str.to_date("%Y-%m-%d", strict=False))
+    value = pl.when(shaped).then(text.str.to_date(_DATE_FORMAT, strict=False))
     error = (
         pl.when(text.is_null()).then(pl.lit(None, pl.String))
         .when(~shaped).then(_value_reason(name, "is not a date in the form YYYY-MM-DD", text))
@@ -323,7 +329,7 @@ def to_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -
     text = _text(raw)
     parts = text.str.extract_groups(TIMESTAMP_PATTERN)
     day, clock, fraction, offset = (parts.struct.field(str(i)) for i in range(1, 5))
-    sub_micro = fraction.str.slice(6).str.contains("[1-9]")
+    sub_micro = fraction.str.slice(6).str.contains(numbers.NONZERO_DIGIT)
     canonical = pl.concat_str(
         [day, pl.lit("T"), clock, pl.lit("."), (fraction.fill_null("") + "000000").str.slice(0, 6)]
     )

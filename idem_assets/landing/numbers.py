@@ -1,8 +1,8 @@
 """Number text in the spelling a source declares: separators, decimal shapes, epoch values.
 
 The patterns are plain regular expressions in the common subset of Rust's (polars) and
-Java's (Spark) syntax, so both engines judge a value alike (``idem_assets.spark.coerce``
-uses these same strings).
+Java's (Spark) syntax, so both engines judge a value alike: ``idem_assets.spark.numbers``
+and ``idem_assets.spark.times`` import these strings rather than spelling them again.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ EPOCH_FRACTION_DIGITS = {"seconds": 6, "milliseconds": 3}
 # Years 0001 to 9999, in microseconds since the epoch.
 MICROS_RANGE = (-62_135_596_800 * 10**6, 253_402_300_800 * 10**6 - 1)
 EPOCH_TEXT = r"^([+-]?)(\d{1,18})(?:\.(\d*))?$"
+# The zero fraction integer text may carry (``12.0``), removed from its canonical text.
+ZERO_FRACTION = r"\.0+$"
+# A digit that is not zero: one among the digits beyond a kept precision means rounding.
+NONZERO_DIGIT = "[1-9]"
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,7 @@ def _plain(text: pl.Expr, seps: Separators) -> pl.Expr:
 
 def canonical_integer(text: pl.Expr, seps: Separators) -> pl.Expr:
     """``[+-]digits`` of integer text in the declared spelling; null if it is not one."""
-    plain = _plain(text, seps).str.replace(r"\.0+$", "")
+    plain = _plain(text, seps).str.replace(ZERO_FRACTION, "")
     return pl.when(text.str.contains(seps.integer_pattern())).then(plain)
 
 
@@ -127,7 +131,11 @@ class DecimalShape:
 
     @property
     def trim(self) -> str:
-        """Captures the value without zeros beyond ``scale`` decimals (replace with ``$1``)."""
+        """Captures the value without zeros beyond ``scale`` decimals (replace with group 1).
+
+        Only the replacement differs by engine: polars (Rust) writes group 1 ``${1}``, Spark
+        (Java) ``$1``.
+        """
         if self.scale == 0:
             return r"^([+-]?\d+)\.\d*$"
         return rf"^([+-]?\d+\.\d{{1,{self.scale}}})\d*$"
@@ -138,7 +146,7 @@ def epoch_micros(text: pl.Expr, unit: str) -> pl.Expr:
     parts = text.str.extract_groups(EPOCH_TEXT)
     sign, whole, fraction = (parts.struct.field(str(i)) for i in range(1, 4))
     digits = EPOCH_FRACTION_DIGITS[unit]
-    exact = fraction.is_null() | ~fraction.str.slice(digits).str.contains("[1-9]")
+    exact = fraction.is_null() | ~fraction.str.slice(digits).str.contains(NONZERO_DIGIT)
     fraction_value = (fraction.fill_null("") + "0" * digits).str.slice(0, digits).cast(pl.Int64)
     low, high = (bound // EPOCH_MICROS[unit] for bound in MICROS_RANGE)
     whole_value = whole.cast(pl.Int64, strict=False)

@@ -14,7 +14,6 @@ import pyarrow as pa
 from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
 from idem_assets.landing.files import (
     Discovery,
-    HashCache,
     LandingFile,
     LandingFileError,
     discover_day,
@@ -22,27 +21,10 @@ from idem_assets.landing.files import (
     file_format,
     files_signature,
     is_gzip,
-    list_days,
     relpath_of,
 )
-from idem_assets.landing.files import day_signature as _day_signature
-from idem_assets.landing.files import snapshot_signature as _snapshot_signature
 from idem_assets.landing.formats import read_raw
 from idem_assets.landing.normalise import QUARANTINE_SCHEMA, empty_rows, normalise
-
-__all__ = [
-    "QUARANTINE_SCHEMA",
-    "DayBeforeFirstDayError",
-    "HashCache",
-    "LandingBatch",
-    "LandingFile",
-    "LandingFileError",
-    "day_signature",
-    "list_days",
-    "read_days",
-    "read_snapshot",
-    "snapshot_signature",
-]
 
 
 @dataclass(frozen=True)
@@ -197,19 +179,3 @@ def read_snapshot(landing_dir: str | Path, contract: SourceContract) -> LandingB
     acc = _Accumulator(contract, Path(landing_dir))
     acc.read(discover_snapshot(landing_dir, contract), None)
     return acc.batch(None, None)
-
-
-def day_signature(landing_dir: str | Path, contract: SourceContract, day: dt.date,
-                  cache: HashCache | None = None) -> str | None:
-    """sha256 over the sorted (relpath, sha256 of bytes) of the day's files; None if none.
-
-    With a ``cache``, files whose stamp matches a known hash are not read again.
-    """
-    return _day_signature(landing_dir, contract, day, cache)
-
-
-def snapshot_signature(
-    landing_dir: str | Path, contract: SourceContract, cache: HashCache | None = None,
-) -> str | None:
-    """sha256 over (relpath, sha256 of bytes) of the newest snapshot file; None if none."""
-    return _snapshot_signature(landing_dir, contract, cache)

@@ -8,12 +8,9 @@ A project that declares its own sources merges them into its definitions::
 
 from __future__ import annotations
 
-import dagster as dg
-
 from idem_assets.io_manager import IdempotentDeltaIOManager
 from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY
 from idem_assets.resources import (
-    NOTIFY_TOKEN_ENV,
     CheckpointResource,
     LakeResource,
     NotificationResource,
@@ -33,7 +30,7 @@ def default_resources(
     """
     lake = lake or LakeResource()
     checkpoint = checkpoint or CheckpointResource()
-    notifier = notifier or NotificationResource(token=dg.EnvVar(NOTIFY_TOKEN_ENV))
+    notifier = notifier or NotificationResource.from_environment()
     return {
         "lake": lake,
         "checkpoint": checkpoint,

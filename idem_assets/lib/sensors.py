@@ -16,9 +16,9 @@ from typing import Any
 
 import dagster as dg
 
+from idem_assets.landing import day_signature, list_days, snapshot_signature
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.files import file_format, is_hidden
-from idem_assets.landing.reader import day_signature, list_days, snapshot_signature
 from idem_assets.resources import LakeResource
 
 _CURSOR_VERSION = 2

@@ -9,7 +9,12 @@ from idem_assets.notify.faults import Faults
 from idem_assets.notify.keys import idempotency_key
 from idem_assets.notify.service import NotificationServer
 
+# The environment variable holding the bearer token: the server's command line reads it, and
+# idem_assets.resources passes it to the client as a dg.EnvVar, so both sides agree.
+NOTIFY_TOKEN_ENV = "IDEM_NOTIFY_TOKEN"
+
 __all__ = [
+    "NOTIFY_TOKEN_ENV",
     "DeliveryError",
     "DeliveryResult",
     "Faults",

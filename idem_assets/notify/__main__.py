@@ -10,10 +10,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from idem_assets.notify import NOTIFY_TOKEN_ENV
 from idem_assets.notify.faults import Faults
 from idem_assets.notify.service import DEFAULT_IN_FLIGHT_TIMEOUT_SECONDS, NotificationServer
-
-TOKEN_ENV_VAR = "IDEM_NOTIFY_TOKEN"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="run the notification service in the foreground",
-        description=f"The bearer token is read from ${TOKEN_ENV_VAR}, never from the command "
+        description=f"The bearer token is read from ${NOTIFY_TOKEN_ENV}, never from the command "
         "line, where other users of the machine could read it.",
     )
     serve.add_argument("--host", default="127.0.0.1")
@@ -51,9 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def serve(args: argparse.Namespace) -> int:
     """Run until SIGTERM or SIGINT; prints ``serving <url>`` on stdout once listening."""
-    token = os.environ.get(TOKEN_ENV_VAR, "")
+    # A standalone, Dagster-free server: it reads its token here (see idem_assets.resources).
+    token = os.environ.get(NOTIFY_TOKEN_ENV, "")
     if not token:
-        print(f"error: set ${TOKEN_ENV_VAR} to the bearer token clients must send", file=sys.stderr)
+        print(f"error: set ${NOTIFY_TOKEN_ENV} to the bearer token clients must send",
+              file=sys.stderr)
         return 2
     try:
         faults = Faults(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from idem_assets.landing.reader import day_signature, read_days
+from idem_assets.landing import day_signature, read_days
 from idem_assets.landing.writers import PlannedFile, file_bytes, write_atomically
 from idem_assets.sample.sources import ORDERS, SOURCES
 from idem_assets.sample.synthetic.catalog import plan_catalog

@@ -16,14 +16,16 @@ from typing import Any, Literal
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from idem_assets.lake.predicates import is_identifier
 from idem_assets.landing.contract import FORMATS, SourceContract
 from idem_assets.landing.layout import DEFAULT_DAILY_LAYOUT, DEFAULT_SNAPSHOT_LAYOUT, Layout
 from idem_assets.landing.numbers import DECIMAL_SEPARATORS, THOUSANDS_SEPARATORS, Separators
 from idem_assets.landing.raw import MAX_FIELD_BYTES
 from idem_assets.landing.rules import ValueRule, pattern_problem
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# A source's name: it names a landing folder, a lake table, an asset and (for a stream) a
+# checkpoint scope and Delta txn app id. idem_assets.stream.source imports it from here.
+SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _DECIMAL = re.compile(r"^(?:decimal|numeric)\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 TYPES: dict[str, pa.DataType] = {
     "int64": pa.int64(), "bigint": pa.int64(),
@@ -114,7 +116,7 @@ class Column(_Declared):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _COLUMN.match(value):
+        if not is_identifier(value):
             raise ValueError(f"{value!r} is not a plain column name (letters, digits and _, "
                              "not starting with a digit)")
         return value
@@ -260,7 +262,7 @@ class LandingSource(_Declared):
     @field_validator("name", "asset")
     @classmethod
     def _names(cls, value: str | None) -> str | None:
-        if value is not None and not _NAME.match(value):
+        if value is not None and not SOURCE_NAME.match(value):
             raise ValueError(f"{value!r} must be lower case letters, digits and _, starting "
                              "with a letter (it names a folder, a table and an asset)")
         return value

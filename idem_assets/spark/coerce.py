@@ -16,7 +16,7 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from idem_assets.lake.staging import is_text
+from idem_assets.lake.frames import is_text
 from idem_assets.landing.coerce import BOOL_FALSE, BOOL_TRUE, ReadAs
 from idem_assets.spark.numbers import to_decimal, to_float, to_int, to_int32
 from idem_assets.spark.schema import spark_type

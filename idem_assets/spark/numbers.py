@@ -15,7 +15,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from idem_assets.landing import numbers
-from idem_assets.landing.coerce import INT32_RANGE, ReadAs
+from idem_assets.landing.coerce import INT32_RANGE, INT64_FLOAT_BOUND, ReadAs
 from idem_assets.spark.values import (
     Raw,
     Typed,
@@ -27,7 +27,6 @@ from idem_assets.spark.values import (
     value_reasons,
 )
 
-_TWO_TO_63 = 2.0**63
 _NUMBER_KINDS = ("integer", "float", "decimal")
 
 
@@ -44,7 +43,7 @@ def plain(text: Column, seps: numbers.Separators) -> Column:
 def canonical_integer(text: Column, seps: numbers.Separators) -> Column:
     """``[+-]digits`` of integer text in the declared spelling; null if it is not one."""
     return F.when(text.rlike(seps.integer_pattern()),
-                  F.regexp_replace(plain(text, seps), r"\.0+$", ""))
+                  F.regexp_replace(plain(text, seps), numbers.ZERO_FRACTION, ""))
 
 
 def canonical_decimal(text: Column, seps: numbers.Separators) -> Column:
@@ -100,7 +99,7 @@ def to_int(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
         return Typed(value.try_cast("bigint"), F.when(value.isNotNull() & typed.isNull(),
                      value_reason(name, "is outside int64", raw_text(raw))))
     if raw.kind == "float":
-        whole = (F.abs(value) < _TWO_TO_63) & (value % 1.0 == 0)
+        whole = (F.abs(value) < INT64_FLOAT_BOUND) & (value % 1.0 == 0)
         rule = "is not a whole number within int64"
         return Typed(F.when(whole, value.try_cast("bigint")), F.when(
             value.isNotNull() & typed.isNull(), value_reason(name, rule, raw_text(raw))))
@@ -139,7 +138,7 @@ def to_decimal(name: str, raw: Raw, typed: Column, target: pa.Decimal128Type,
     extra = raw.stage("extra_digits", canonical.rlike(shape.extra_digits), level=1)
     fits = raw.stage("fits", canonical.rlike(shape.fits), level=1)
     value = F.when(canonical.isNotNull() & ~extra & fits,
-                   F.regexp_replace(canonical, shape.trim, "$1").try_cast(kind))
+                   F.regexp_replace(canonical, shape.trim, "$1").try_cast(kind))  # Java's syntax
     error = value_reasons(name, text, [
         (canonical.isNull(), number_rule(text, "a decimal number", read_as)),
         (extra, f"has more than {target.scale} decimal places (never rounded)"),

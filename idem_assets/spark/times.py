@@ -1,9 +1,10 @@
 """Date and timestamp columns in Spark expressions: ISO text, time zones, epoch numbers.
 
 Each function mirrors its namesake in ``idem_assets.landing.coerce`` with the same
-patterns (``TIMESTAMP_PATTERN``, ``numbers.EPOCH_TEXT``). The session time zone is UTC
-(checked by the reader), so a wall-clock time parsed or cast to TIMESTAMP is read as UTC
-first and then moved from the source's declared zone.
+patterns, imported from there (``DATE_PATTERN``, ``TIMESTAMP_PATTERN``,
+``numbers.EPOCH_TEXT``, ``numbers.NONZERO_DIGIT``). The session time zone is UTC (checked
+by the reader), so a wall-clock time parsed or cast to TIMESTAMP is read as UTC first and
+then moved from the source's declared zone.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from idem_assets.spark.values import (
     value_reasons,
 )
 
+# Java DateTimeFormatter syntax: the forms idem_assets.landing.coerce spells for chrono
+# (strftime), which shares no syntax with it.
+_DATE_FORMAT = "yyyy-MM-dd"
 _ZONED_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
 _NAIVE_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"
 
@@ -46,7 +50,7 @@ def to_date(name: str, raw: Raw, typed: Column) -> Typed:
     error = value_reasons(name, text, [
         (~shaped, "is not a date in the form YYYY-MM-DD"),
         (typed.isNull(), "is not a valid calendar date")])
-    return Typed(F.when(shaped, F.try_to_date(text, "yyyy-MM-dd")), error)
+    return Typed(F.when(shaped, F.try_to_date(text, _DATE_FORMAT)), error)
 
 
 def local_to_utc(wall: Column, timezone: str) -> Column:
@@ -92,7 +96,8 @@ def _from_text(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
         raw.stage(part, F.regexp_extract(text, TIMESTAMP_PATTERN, i))
         for i, part in enumerate(("day", "clock", "fraction", "offset"), start=1))
     shaped = raw.stage("shaped", text.rlike(TIMESTAMP_PATTERN))
-    sub_micro = raw.stage("sub_micro", F.substring(fraction, 7, 3).rlike("[1-9]"), level=1)
+    sub_micro = raw.stage("sub_micro", F.substring(fraction, 7, 3).rlike(numbers.NONZERO_DIGIT),
+                          level=1)
     micros = F.substring(F.concat(fraction, F.lit("000000")), 1, 6)
     canonical = F.concat(day, F.lit("T"), clock, F.lit("."), micros)
     rules = [(~shaped, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}"),
@@ -119,7 +124,7 @@ def epoch_micros(raw: Raw, unit: EpochUnit) -> Column:
     matched = raw.stage("epoch_matched", raw.text.rlike(numbers.EPOCH_TEXT))
     digits = numbers.EPOCH_FRACTION_DIGITS[unit]
     scale = numbers.EPOCH_MICROS[unit]
-    exact = ~F.substring(fraction, digits + 1, 1 << 20).rlike("[1-9]")
+    exact = ~F.substring(fraction, digits + 1, 1 << 20).rlike(numbers.NONZERO_DIGIT)
     fraction_value = F.substring(F.concat(fraction, F.lit("0" * digits)), 1, digits)
     low, high = (bound // scale for bound in numbers.MICROS_RANGE)
     whole_value = whole.try_cast("bigint")

@@ -14,9 +14,8 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from idem_assets.landing.coerce import TIMESTAMP_FORMS
+from idem_assets.landing.coerce import SHOWN_CHARS, TIMESTAMP_FORMS
 
-_SHOWN_CHARS = 60
 # Unicode-aware trim, like Polars' strip_chars (Java's \s is ASCII-only without (?U)).
 _EDGE_SPACE = r"(?U)^\s+|\s+$"
 # Polars writes floats in plain notation inside [1e-5, 1e16), in scientific outside.
@@ -152,9 +151,9 @@ def typed_text(value: Column, kind: pa.DataType) -> Column:
 
 
 def shown(text: Column) -> Column:
-    """Text cut short for a reason message (its first 60 characters, then "...")."""
-    return F.when(F.length(text) > _SHOWN_CHARS,
-                  F.concat(F.substring(text, 1, _SHOWN_CHARS), F.lit("..."))).otherwise(text)
+    """Text cut short for a reason message (its first ``SHOWN_CHARS`` characters, then "...")."""
+    return F.when(F.length(text) > SHOWN_CHARS,
+                  F.concat(F.substring(text, 1, SHOWN_CHARS), F.lit("..."))).otherwise(text)
 
 
 def value_reason(name: str, rule: str, text: Column) -> Column:

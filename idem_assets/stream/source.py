@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from idem_assets.landing.contract import SourceContract
+from idem_assets.sources.model import SOURCE_NAME
 
 STREAM_BATCH_COLUMN = "stream_batch"
 SOURCE_FILE_COLUMN = "source_file"
@@ -18,7 +18,6 @@ LINEAGE_FIELDS = (
     pa.field(STREAM_BATCH_COLUMN, pa.int64(), nullable=False),
     pa.field(SOURCE_FILE_COLUMN, pa.string(), nullable=False),
 )
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
 
 @dataclass(frozen=True)
@@ -28,9 +27,9 @@ class StreamSource:
     contract: SourceContract
 
     def __post_init__(self) -> None:
-        if not _NAME.match(self.contract.name):
+        if not SOURCE_NAME.match(self.contract.name):
             raise ValueError(
-                f"stream name {self.contract.name!r} must match {_NAME.pattern} "
+                f"stream name {self.contract.name!r} must match {SOURCE_NAME.pattern} "
                 "(it names a folder, a table and a checkpoint scope)"
             )
 

@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from idem_assets.landing import QUARANTINE_SCHEMA, LandingBatch, read_days
 from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.reader import QUARANTINE_SCHEMA, LandingBatch, read_days
 from idem_assets.sample.sources import ORDERS
 
 DAY = dt.date(2024, 3, 1)

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from idem_assets.landing.reader import QUARANTINE_SCHEMA, read_days
+from idem_assets.landing import QUARANTINE_SCHEMA, read_days
 from idem_assets.sample.sources import ORDERS
 from idem_assets_tests.landing.builders import (
     DAY,

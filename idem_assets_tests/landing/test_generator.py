@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from idem_assets.landing.reader import (
+from idem_assets.landing import (
     day_signature,
     list_days,
     read_days,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from idem_assets.landing.reader import (
+from idem_assets.landing import (
     HashCache,
     day_signature,
     list_days,

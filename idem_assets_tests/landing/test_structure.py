@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from idem_assets.landing.reader import LandingFileError
+from idem_assets.landing import LandingFileError
 from idem_assets.sample.sources import CUSTOMERS
 from idem_assets_tests.landing.builders import (
     column,

@@ -25,8 +25,8 @@ import dagster as dg
 from idem_assets.definitions import build_definitions
 from idem_assets.io_manager import IdempotentDeltaIOManager
 from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY
+from idem_assets.notify import NOTIFY_TOKEN_ENV
 from idem_assets.resources import (
-    NOTIFY_TOKEN_ENV,
     CheckpointResource,
     LakeResource,
     NotificationResource,

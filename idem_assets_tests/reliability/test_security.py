@@ -11,13 +11,13 @@ import pytest
 
 from idem_assets.checkpoint import open_store
 from idem_assets.io_manager import WriteSpec
-from idem_assets.landing.reader import list_days
+from idem_assets.landing import list_days
 from idem_assets.lib import source_sensor
 from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY
 from idem_assets.lib.resources import default_resources
-from idem_assets.notify import Faults, NotificationServer
+from idem_assets.notify import NOTIFY_TOKEN_ENV, Faults, NotificationServer
 from idem_assets.partitions import daily_partitions
-from idem_assets.resources import NOTIFY_TOKEN_ENV, NotificationResource
+from idem_assets.resources import NotificationResource
 from idem_assets.sample.sources import ORDERS, ORDERS_SOURCE
 from idem_assets_tests.harness import Project, check_results, materialization_metadata
 from idem_assets_tests.reliability.corpus import DAY, csv_bytes, event, jsonl_bytes, order

@@ -19,7 +19,8 @@ import dagster as dg
 from idem_assets.checkpoint import Status, Tracker, open_store
 from idem_assets.faults import CRASH_ENV, CRASH_MARKER
 from idem_assets.lake import fingerprint, read_rows
-from idem_assets.resources import NOTIFY_TOKEN_ENV, CheckpointResource, LakeResource
+from idem_assets.notify import NOTIFY_TOKEN_ENV
+from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets_tests.harness import Project
 from idem_assets_tests.reliability.report import REPORT_DIR, RESULTS_ENV
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from idem_assets.landing.reader import day_signature, snapshot_signature
+from idem_assets.landing import day_signature, snapshot_signature
 from idem_assets.sample.tpch import TPCH_FIRST_DAY, lay_out_tpch, tpchgen_executable
 from idem_assets.sources import load_source
 from idem_assets_tests.tpch.conftest import DAYS, SCALE

@@ -3,7 +3,6 @@
 import datetime as dt
 import os
 import socket
-from collections.abc import Iterator
 
 import dagster as dg
 import pyarrow as pa
@@ -53,15 +52,6 @@ def day_of(scope: str) -> dt.date | None:
         return dt.date.fromisoformat(scope[len(SCOPE_PREFIX):])
     except ValueError:
         return None
-
-
-def days(window: Window) -> Iterator[dt.date]:
-    """Each day of a window."""
-    assert window.start is not None and window.end is not None
-    day = window.start
-    while day < window.end:
-        yield day
-        day += dt.timedelta(days=1)
 
 
 def notification_records(orders: pa.Table, day: dt.date) -> list[OutboxRecord]:
@@ -124,7 +114,7 @@ def notifications(
     counts: dict[str, int] = {}
     redriven = 0
     with checkpoint.open() as store:
-        for day in days(window):
+        for day in window.days():
             scope = scope_of(day)
             if config.redrive_exhausted:
                 redriven += store.redrive(scope)

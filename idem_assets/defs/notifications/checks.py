@@ -3,7 +3,7 @@
 import dagster as dg
 
 from idem_assets.checkpoint import Status
-from idem_assets.defs.notifications.assets import days, notifications, scope_of
+from idem_assets.defs.notifications.assets import notifications, scope_of
 from idem_assets.lib.checks.window import check_window
 from idem_assets.resources import CheckpointResource
 
@@ -24,7 +24,7 @@ def no_dead_letters(
     """No exhausted records in the partition."""
     window = check_window(context, notifications.partitions_def, notifications.key)
     with checkpoint.open() as store:
-        dead = [t for day in days(window) for t in store.dead_letters(scope_of(day))]
+        dead = [t for day in window.days() for t in store.dead_letters(scope_of(day))]
     return dg.AssetCheckResult(
         passed=not dead,
         metadata={
@@ -52,7 +52,7 @@ def all_settled(
     window = check_window(context, notifications.partitions_def, notifications.key)
     counts: dict[str, int] = {}
     with checkpoint.open() as store:
-        for day in days(window):
+        for day in window.days():
             for status, n in store.counts(scope_of(day)).items():
                 counts[status] = counts.get(status, 0) + n
     open_statuses = (Status.PENDING, Status.IN_PROGRESS, Status.FAILED)
