@@ -91,8 +91,12 @@ def bench_json_file(path: Path, records: int, batch: int, budget_s: float) -> Ru
         path.write_text(json.dumps(state), encoding="utf-8")
 
     started = time.perf_counter()
-    save({f"rec-{n:07d}": {"status": "pending", "attempts": 0, "payload": {"n": n}}
-          for n in range(records)})
+    save(
+        {
+            f"rec-{n:07d}": {"status": "pending", "attempts": 0, "payload": {"n": n}}
+            for n in range(records)
+        }
+    )
     registered = time.perf_counter()
     done, deadline = 0, registered + budget_s
     while time.perf_counter() < deadline:
@@ -109,8 +113,14 @@ def bench_json_file(path: Path, records: int, batch: int, budget_s: float) -> Ru
             if time.perf_counter() >= deadline:
                 break
     finished_at = time.perf_counter()
-    return Run("json-file", records, registered - started, finished_at - registered, done,
-               done == 2 * records)
+    return Run(
+        "json-file",
+        records,
+        registered - started,
+        finished_at - registered,
+        done,
+        done == 2 * records,
+    )
 
 
 @contextmanager
@@ -133,15 +143,21 @@ def drop_bench_rows(url: str) -> None:
 def markdown(runs: list[Run], notes: list[str]) -> str:
     """The results table plus the conditions it was measured under."""
     lines = [
-        "# Checkpoint store benchmark", "",
+        "# Checkpoint store benchmark",
+        "",
         "| backend | records | register s | claim+succeed s | transitions/s | µs per record "
         "| status |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for run in runs:
-        status = "complete" if run.finished else (
-            f"timed out after {run.drain_s:.1f} s at {run.transitions_done:,}/"
-            f"{2 * run.records:,} changes; total extrapolated")
+        status = (
+            "complete"
+            if run.finished
+            else (
+                f"timed out after {run.drain_s:.1f} s at {run.transitions_done:,}/"
+                f"{2 * run.records:,} changes; total extrapolated"
+            )
+        )
         drain = f"{run.drain_total_s:,.2f}" + ("" if run.finished else " (extrapolated)")
         lines.append(
             f"| {run.backend} | {run.records:,} | {run.register_s:.3f} | {drain} | "
@@ -160,15 +176,26 @@ def plot(runs: list[Run], path: Path) -> None:
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for backend in dict.fromkeys(run.backend for run in runs):
         mine = [run for run in runs if run.backend == backend]
-        line, = axes.plot([r.records for r in mine], [r.us_per_record for r in mine],
-                          marker="o", label=backend)
+        (line,) = axes.plot(
+            [r.records for r in mine], [r.us_per_record for r in mine], marker="o", label=backend
+        )
         guessed = [r for r in mine if not r.finished]
-        axes.scatter([r.records for r in guessed], [r.us_per_record for r in guessed], s=90,
-                     facecolors="white", edgecolors=line.get_color(), zorder=3,
-                     label=f"{backend} (extrapolated)" if guessed else None)
-    axes.set(xscale="log", yscale="log", xlabel="records per scope",
-             ylabel="µs per record (register + claim + succeed)",
-             title="Durable checkpoint cost per record")
+        axes.scatter(
+            [r.records for r in guessed],
+            [r.us_per_record for r in guessed],
+            s=90,
+            facecolors="white",
+            edgecolors=line.get_color(),
+            zorder=3,
+            label=f"{backend} (extrapolated)" if guessed else None,
+        )
+    axes.set(
+        xscale="log",
+        yscale="log",
+        xlabel="records per scope",
+        ylabel="µs per record (register + claim + succeed)",
+        title="Durable checkpoint cost per record",
+    )
     axes.grid(True, which="both", alpha=0.3)
     axes.legend()
     figure.tight_layout()
@@ -195,11 +222,15 @@ def main(argv: list[str] | None = None) -> None:
         with ExitStack() as stack:
             pg_url, pg_kind = stack.enter_context(postgres_url(args.pg_url))
             for size in sizes:
-                runs.append(bench_store("sqlite", f"sqlite:///{work / f'store-{size}.db'}",
-                                        size, args.batch))
+                runs.append(
+                    bench_store(
+                        "sqlite", f"sqlite:///{work / f'store-{size}.db'}", size, args.batch
+                    )
+                )
                 runs.append(bench_store("postgresql", pg_url, size, args.batch))
-                runs.append(bench_json_file(work / f"checkpoint-{size}.json", size, args.batch,
-                                            budget))
+                runs.append(
+                    bench_json_file(work / f"checkpoint-{size}.json", size, args.batch, budget)
+                )
                 print(f"{size:,} records done", flush=True)
             if args.pg_url:
                 drop_bench_rows(pg_url)

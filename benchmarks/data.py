@@ -24,17 +24,26 @@ def tpch(table: str, scale: float) -> Path:
     if not path.exists():
         out.mkdir(parents=True, exist_ok=True)
         cli = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
-        subprocess.run([cli, "parquet", "-s", f"{scale:g}", f"--tables={table}",
-                        f"--output-dir={out}"], check=True)
+        subprocess.run(
+            [cli, "parquet", "-s", f"{scale:g}", f"--tables={table}", f"--output-dir={out}"],
+            check=True,
+        )
     return path
 
 
-ORDERS_DAY_SCHEMA = pa.schema([
-    ("order_id", pa.int64()), ("customer_id", pa.int64()), ("status", pa.string()),
-    ("amount", pa.decimal128(18, 2)), ("priority", pa.string()), ("clerk", pa.string()),
-    ("comment", pa.string()), ("order_date", pa.date32()),
-    ("updated_at", pa.timestamp("us", tz="UTC")),
-])
+ORDERS_DAY_SCHEMA = pa.schema(
+    [
+        ("order_id", pa.int64()),
+        ("customer_id", pa.int64()),
+        ("status", pa.string()),
+        ("amount", pa.decimal128(18, 2)),
+        ("priority", pa.string()),
+        ("clerk", pa.string()),
+        ("comment", pa.string()),
+        ("order_date", pa.date32()),
+        ("updated_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
 
 
 def orders_day(scale: float = 1.0, day: dt.date = DAY) -> pa.Table:
@@ -63,8 +72,10 @@ def _orders(scale: float, order_date: pl.Expr) -> pa.Table:
         pl.col("o_clerk").cast(pl.String).alias("clerk"),
         pl.col("o_comment").cast(pl.String).alias("comment"),
         order_date.cast(pl.Date).alias("order_date"),
-        (pl.lit(dt.datetime(2024, 3, 1)).dt.replace_time_zone("UTC")
-         + pl.duration(milliseconds=pl.col("o_orderkey") % 86_400_000)).alias("updated_at"),
+        (
+            pl.lit(dt.datetime(2024, 3, 1)).dt.replace_time_zone("UTC")
+            + pl.duration(milliseconds=pl.col("o_orderkey") % 86_400_000)
+        ).alias("updated_at"),
     )
     return frame.to_arrow().cast(ORDERS_DAY_SCHEMA)
 
@@ -87,23 +98,30 @@ def orders_days_file(scale: float = 1.0, days: int = 7) -> Path:
     return path
 
 
-CUSTOMERS_SCHEMA = pa.schema([
-    ("customer_id", pa.int64()), ("name", pa.string()), ("email", pa.string()),
-    ("segment", pa.string()), ("updated_at", pa.timestamp("us", tz="UTC")),
-])
+CUSTOMERS_SCHEMA = pa.schema(
+    [
+        ("customer_id", pa.int64()),
+        ("name", pa.string()),
+        ("email", pa.string()),
+        ("segment", pa.string()),
+        ("updated_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
 
 
 def customers(n: int, seed: int = 1) -> pa.Table:
     """``n`` synthetic customers with ids 0..n-1 (ids grow with sign-up time)."""
     rng = np.random.default_rng(seed)
     ids = np.arange(n, dtype=np.int64)
-    frame = pl.DataFrame({
-        "customer_id": ids,
-        "name": pl.Series(ids).cast(pl.String).str.pad_start(9, "0").str.replace(r"^", "c"),
-        "email": pl.Series(ids).cast(pl.String) + "@example.com",
-        "segment": rng.choice(["consumer", "smb", "enterprise"], n),
-        "updated_at": np.full(n, np.datetime64("2024-03-01T00:00:00", "us")),
-    }).with_columns(pl.col("updated_at").dt.replace_time_zone("UTC"))
+    frame = pl.DataFrame(
+        {
+            "customer_id": ids,
+            "name": pl.Series(ids).cast(pl.String).str.pad_start(9, "0").str.replace(r"^", "c"),
+            "email": pl.Series(ids).cast(pl.String) + "@example.com",
+            "segment": rng.choice(["consumer", "smb", "enterprise"], n),
+            "updated_at": np.full(n, np.datetime64("2024-03-01T00:00:00", "us")),
+        }
+    ).with_columns(pl.col("updated_at").dt.replace_time_zone("UTC"))
     return frame.to_arrow().cast(CUSTOMERS_SCHEMA)
 
 
@@ -119,11 +137,13 @@ def customer_changes(n: int, share: float, clustered: bool, seed: int = 2) -> pa
         ids = np.arange(n - k // 2, n + (k - k // 2), dtype=np.int64)
     else:
         ids = np.sort(rng.choice(n, size=k, replace=False)).astype(np.int64)
-    frame = pl.DataFrame({
-        "customer_id": ids,
-        "name": pl.Series(ids).cast(pl.String).str.replace(r"^", "changed-"),
-        "email": pl.Series(ids).cast(pl.String) + "@example.org",
-        "segment": rng.choice(["consumer", "smb", "enterprise"], k),
-        "updated_at": np.full(k, np.datetime64("2024-03-02T00:00:00", "us")),
-    }).with_columns(pl.col("updated_at").dt.replace_time_zone("UTC"))
+    frame = pl.DataFrame(
+        {
+            "customer_id": ids,
+            "name": pl.Series(ids).cast(pl.String).str.replace(r"^", "changed-"),
+            "email": pl.Series(ids).cast(pl.String) + "@example.org",
+            "segment": rng.choice(["consumer", "smb", "enterprise"], k),
+            "updated_at": np.full(k, np.datetime64("2024-03-02T00:00:00", "us")),
+        }
+    ).with_columns(pl.col("updated_at").dt.replace_time_zone("UTC"))
     return frame.to_arrow().cast(CUSTOMERS_SCHEMA)

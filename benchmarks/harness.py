@@ -92,7 +92,8 @@ def sample(contender: Contender, timeout: float = 3600) -> tuple[float, float, d
             except queue_module.Empty:
                 if not proc.is_alive():
                     raise RuntimeError(
-                        f"{contender.name} died with exit code {proc.exitcode}") from None
+                        f"{contender.name} died with exit code {proc.exitcode}"
+                    ) from None
                 if time.monotonic() > deadline:
                     proc.kill()
                     raise TimeoutError(f"{contender.name} took over {timeout} s") from None
@@ -114,6 +115,7 @@ def compare(contenders: Sequence[Contender], repetitions: int) -> list[Stats]:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A markdown table."""
+
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return f"{value:,.3f}" if value < 100 else f"{value:,.0f}"
@@ -121,8 +123,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
             return f"{value:,}"
         return str(value)
 
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|"]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|",
+    ]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 

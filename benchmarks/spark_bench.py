@@ -62,9 +62,19 @@ def tpch(scale: float) -> Path:
     folder = DATA_DIR / f"tpch-sf{scale:g}"
     if not (folder / "lineitem.parquet").exists():
         folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([str(Path(sys.executable).parent / "tpchgen-cli"), "parquet",
-                        "-s", f"{scale:g}", "--tables", "orders,lineitem",
-                        "--output-dir", str(folder)], check=True)
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "tpchgen-cli"),
+                "parquet",
+                "-s",
+                f"{scale:g}",
+                "--tables",
+                "orders,lineitem",
+                "--output-dir",
+                str(folder),
+            ],
+            check=True,
+        )
     return folder
 
 
@@ -79,11 +89,14 @@ def prepare_input(table: str, scale: float) -> Path:
     base = pl.scan_parquet(tpch(scale) / f"{table}.parquet").with_columns(
         pl.col(pl.String).cast(pl.String),
         (pl.lit(START) + pl.duration(days=order_key % DAYS)).alias("day"),
-        (pl.lit(dt.datetime(2024, 3, 1, tzinfo=dt.UTC)).dt.cast_time_unit("us")
-         + pl.duration(seconds=order_key % 86_400)).alias("updated_at"),
+        (
+            pl.lit(dt.datetime(2024, 3, 1, tzinfo=dt.UTC)).dt.cast_time_unit("us")
+            + pl.duration(seconds=order_key % 86_400)
+        ).alias("updated_at"),
     )
     redelivered = base.filter(order_key % 20 == 3).with_columns(
-        pl.col("updated_at") + pl.duration(hours=1), pl.lit("R").alias(STATUS[table]))
+        pl.col("updated_at") + pl.duration(hours=1), pl.lit("R").alias(STATUS[table])
+    )
     duplicated = base.filter(order_key % 100 == 7)
     staging = target.with_suffix(".tmp")
     pl.concat([base, redelivered, duplicated]).sink_parquet(staging, row_group_size=262_144)
@@ -104,8 +117,9 @@ def run_local(table: str, source: Path, lake: Path) -> dict[str, object]:
         rows = pq.read_table(source)
         schema = rows.schema
         deduped = dedupe_newest(rows, KEYS[table], "updated_at", sort_by=["day"])
-        result = overwrite_partitions(target, deduped.rows, "day", START,
-                                      START + dt.timedelta(days=DAYS), schema=schema)
+        result = overwrite_partitions(
+            target, deduped.rows, "day", START, START + dt.timedelta(days=DAYS), schema=schema
+        )
         out[f"{phase}_s"] = time.perf_counter() - began
         out[f"{phase}_committed"] = result.committed
         out.update(input_rows=rows.num_rows, duplicates_dropped=deduped.duplicates_dropped)
@@ -132,8 +146,14 @@ def run_spark(table: str, source: Path, lake: Path) -> dict[str, object]:
         rows = spark.read.parquet(f"file://{source}")
         deduped = dedupe_newest_spark(rows, KEYS[table], "updated_at")
         result = overwrite_partitions_spark(
-            target, deduped.rows, "day", START, START + dt.timedelta(days=DAYS),
-            schema=schema, cluster_by=KEYS[table])
+            target,
+            deduped.rows,
+            "day",
+            START,
+            START + dt.timedelta(days=DAYS),
+            schema=schema,
+            cluster_by=KEYS[table],
+        )
         out[f"{phase}_s"] = time.perf_counter() - began
         out[f"{phase}_committed"] = result.committed
         out["duplicates_dropped"] = deduped.duplicates_dropped
@@ -174,8 +194,11 @@ class PeakSampler(threading.Thread):
         while not self.done.is_set():
             try:
                 self.driver_peak = max(self.driver_peak, self.process.memory_info().rss)
-                jvm = sum(c.memory_info().rss for c in self.process.children(recursive=True)
-                          if c.name() == "java")
+                jvm = sum(
+                    c.memory_info().rss
+                    for c in self.process.children(recursive=True)
+                    if c.name() == "java"
+                )
                 self.jvm_peak = max(self.jvm_peak, jvm)
                 if self.driver_peak > self.budget and not self.over_budget:
                     self.over_budget = True
@@ -191,51 +214,100 @@ def measure(engine: str, table: str, scale: float, budget_gb: float) -> Run:
     lake = DATA_DIR / f"lake-{engine}-{table}-sf{scale:g}"
     shutil.rmtree(lake, ignore_errors=True)
     child = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.spark_bench", "--engine", engine, "--table", table,
-         "--source", str(source), "--lake", str(lake)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.spark_bench",
+            "--engine",
+            engine,
+            "--table",
+            table,
+            "--source",
+            str(source),
+            "--lake",
+            str(lake),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     sampler = PeakSampler(child.pid, int(budget_gb * 2**30))
     sampler.start()
     output, _ = child.communicate()
     sampler.done.set()
     sampler.join()
     if sampler.over_budget:
-        return Run(table, scale, engine, 0, 0, 0, 0.0, float("nan"), float("nan"), False,
-                   sampler.driver_peak / 2**20, sampler.jvm_peak / 2**20, "over budget")
+        return Run(
+            table,
+            scale,
+            engine,
+            0,
+            0,
+            0,
+            0.0,
+            float("nan"),
+            float("nan"),
+            False,
+            sampler.driver_peak / 2**20,
+            sampler.jvm_peak / 2**20,
+            "over budget",
+        )
     if child.returncode != 0:
         raise RuntimeError(f"{engine} on {table} sf{scale:g} failed ({child.returncode})")
     line = next(x for x in output.splitlines() if x.startswith("RESULT "))
-    data = json.loads(line[len("RESULT "):])
+    data = json.loads(line[len("RESULT ") :])
     shutil.rmtree(lake, ignore_errors=True)
-    return Run(table, scale, engine, data["input_rows"], data["written_rows"],
-               data["duplicates_dropped"], data["startup_s"], data["write_s"], data["rerun_s"],
-               data["rerun_committed"], sampler.driver_peak / 2**20, sampler.jvm_peak / 2**20,
-               data["fingerprint"])
+    return Run(
+        table,
+        scale,
+        engine,
+        data["input_rows"],
+        data["written_rows"],
+        data["duplicates_dropped"],
+        data["startup_s"],
+        data["write_s"],
+        data["rerun_s"],
+        data["rerun_committed"],
+        sampler.driver_peak / 2**20,
+        sampler.jvm_peak / 2**20,
+        data["fingerprint"],
+    )
 
 
 def markdown(runs: list[Run]) -> str:
     """The results table plus the facts needed to read it."""
     lines = [
-        "# Spark engine benchmark: local (Arrow/Polars) vs Spark local[2]", "",
+        "# Spark engine benchmark: local (Arrow/Polars) vs Spark local[2]",
+        "",
         "| table | SF | input rows | rows / day partition | engine | write s | no-op rerun s "
         "| JVM start s | driver peak RSS MB | JVM peak RSS MB | same table |",
         "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for run in runs:
-        peer = next(r for r in runs if (r.table, r.scale) == (run.table, run.scale)
-                    and r.engine != run.engine)
-        same = "yes" if peer.fingerprint == run.fingerprint else (
-            "n/a" if "over budget" in (run.fingerprint, peer.fingerprint) else "NO")
+        peer = next(
+            r
+            for r in runs
+            if (r.table, r.scale) == (run.table, run.scale) and r.engine != run.engine
+        )
+        same = (
+            "yes"
+            if peer.fingerprint == run.fingerprint
+            else ("n/a" if "over budget" in (run.fingerprint, peer.fingerprint) else "NO")
+        )
         if run.fingerprint == "over budget":
-            lines.append(f"| {run.table} | {run.scale:g} | - | - | {run.engine} | killed: driver "
-                         f"over the memory budget at {run.driver_peak_mb:,.0f} MB | | | | | n/a |")
+            lines.append(
+                f"| {run.table} | {run.scale:g} | - | - | {run.engine} | killed: driver "
+                f"over the memory budget at {run.driver_peak_mb:,.0f} MB | | | | | n/a |"
+            )
             continue
         jvm = f"{run.jvm_peak_mb:,.0f}" if run.engine == "spark" else "-"
         start = f"{run.startup_s:.1f}" if run.engine == "spark" else "-"
         lines.append(
             f"| {run.table} | {run.scale:g} | {run.input_rows:,} | {run.written_rows // DAYS:,} "
             f"| {run.engine} | {run.write_s:.1f} | {run.rerun_s:.1f} | {start} "
-            f"| {run.driver_peak_mb:,.0f} | {jvm} | {same} |")
+            f"| {run.driver_peak_mb:,.0f} | {jvm} | {same} |"
+        )
     lines += [
         "",
         f"- {platform.machine()}, {os.cpu_count()} cores, "
@@ -269,12 +341,15 @@ def summary(runs: list[Run]) -> list[str]:
             f"{min(r.input_rows for r in spark):,}-{max(r.input_rows for r in spark):,} input "
             f"rows; local {min(r.driver_peak_mb for r in local):,.0f}-"
             f"{max(r.driver_peak_mb for r in local):,.0f} MB for "
-            f"{min(r.input_rows for r in local):,}-{max(r.input_rows for r in local):,} rows.")
+            f"{min(r.input_rows for r in local):,}-{max(r.input_rows for r in local):,} rows."
+        )
     for run in runs:
         if run.fingerprint == "over budget":
-            lines.append(f"- {run.engine} {run.table} SF {run.scale:g} was stopped when its "
-                         f"driver passed {run.driver_peak_mb:,.0f} MB; the other engine "
-                         "finished it.")
+            lines.append(
+                f"- {run.engine} {run.table} SF {run.scale:g} was stopped when its "
+                f"driver passed {run.driver_peak_mb:,.0f} MB; the other engine "
+                "finished it."
+            )
     return lines
 
 
@@ -288,20 +363,34 @@ def plot(runs: list[Run], path: Path) -> None:
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for engine, marker in (("local", "o"), ("spark", "s")):
         for table, style in (("orders", "-"), ("lineitem", "--")):
-            mine = sorted((r for r in runs if (r.engine, r.table) == (engine, table)
-                           and r.fingerprint != "over budget"), key=lambda r: r.input_rows)
+            mine = sorted(
+                (
+                    r
+                    for r in runs
+                    if (r.engine, r.table) == (engine, table) and r.fingerprint != "over budget"
+                ),
+                key=lambda r: r.input_rows,
+            )
             if not mine:
                 continue
             rows = [r.input_rows for r in mine]
             label = f"{engine} {table}"
             left.plot(rows, [r.write_s for r in mine], style, marker=marker, label=label)
-            right.plot(rows, [r.driver_peak_mb for r in mine], style, marker=marker,
-                       label=f"{label} (driver)")
+            right.plot(
+                rows,
+                [r.driver_peak_mb for r in mine],
+                style,
+                marker=marker,
+                label=f"{label} (driver)",
+            )
             if engine == "spark":
-                right.plot(rows, [r.jvm_peak_mb for r in mine], ":", marker=marker,
-                           label=f"{label} (JVM)")
-    for axis, title, unit in ((left, "dedupe + overwrite wall time", "seconds"),
-                              (right, "peak RSS", "MiB")):
+                right.plot(
+                    rows, [r.jvm_peak_mb for r in mine], ":", marker=marker, label=f"{label} (JVM)"
+                )
+    for axis, title, unit in (
+        (left, "dedupe + overwrite wall time", "seconds"),
+        (right, "peak RSS", "MiB"),
+    ):
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.set_xlabel("input rows")
@@ -320,8 +409,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scales", type=float, nargs="+", default=list(FULL_SCALES))
     parser.add_argument("--tables", nargs="+", default=list(KEYS), choices=list(KEYS))
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
-    parser.add_argument("--memory-budget-gb", type=float, default=MEMORY_BUDGET_GB,
-                        help="kill a run whose driver RSS goes over this")
+    parser.add_argument(
+        "--memory-budget-gb",
+        type=float,
+        default=MEMORY_BUDGET_GB,
+        help="kill a run whose driver RSS goes over this",
+    )
     parser.add_argument("--engine", choices=("local", "spark"), help=argparse.SUPPRESS)
     parser.add_argument("--table", help=argparse.SUPPRESS)
     parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)

@@ -24,8 +24,9 @@ _PACKAGE = Path(__file__).resolve().parent
 # `execution: {config: {multiprocess: {max_concurrent: 2}}}`.
 EXECUTOR = dg.ExecutorDefinition(
     name="in_process_unless_asked",
-    config_schema=dg.Field(dg.multi_or_in_process_executor.config_schema.config_type,
-                           default_value={"in_process": {}}),
+    config_schema=dg.Field(
+        dg.multi_or_in_process_executor.config_schema.config_type, default_value={"in_process": {}}
+    ),
     executor_creation_fn=dg.multi_or_in_process_executor.executor_creation_fn,
     requirements=dg.multi_or_in_process_executor.get_requirements,
     description="In-process by default; `multiprocess` on request.",
@@ -38,14 +39,16 @@ def project_definitions() -> dg.Definitions:
         return dg.load_from_defs_folder(path_within_project=_PACKAGE)
     # An installed wheel carries no pyproject.toml: load the same folder from the module.
     defs_module = importlib.import_module("idem_assets.defs")
-    return dg.ComponentTree.from_module(defs_module=defs_module,
-                                        project_root=_PACKAGE.parent).build_defs()
+    return dg.ComponentTree.from_module(
+        defs_module=defs_module, project_root=_PACKAGE.parent
+    ).build_defs()
 
 
 def build_definitions(resources: dict[str, object]) -> dg.Definitions:
     """Every domain's definitions bound to ``resources``."""
-    return dg.Definitions.merge(project_definitions(),
-                                dg.Definitions(resources=resources, executor=EXECUTOR))
+    return dg.Definitions.merge(
+        project_definitions(), dg.Definitions(resources=resources, executor=EXECUTOR)
+    )
 
 
 defs = build_definitions(default_resources())

@@ -69,8 +69,11 @@ def _optional_int(entry: object) -> int | None:
 def _rows_of(run: int, partition: str, result: dg.ExecuteInProcessResult) -> list[Row]:
     checks: dict[str, list[tuple[str, str]]] = {}
     for evaluation in result.get_asset_check_evaluations():
-        outcome = "ok" if evaluation.passed else (
-            "WARN" if evaluation.severity == dg.AssetCheckSeverity.WARN else "FAIL")
+        outcome = (
+            "ok"
+            if evaluation.passed
+            else ("WARN" if evaluation.severity == dg.AssetCheckSeverity.WARN else "FAIL")
+        )
         checks.setdefault(evaluation.asset_key.to_user_string(), []).append(
             (evaluation.check_name, outcome)
         )
@@ -113,24 +116,31 @@ def run_tpch(run: int, window: tuple[str, str], instance: dg.DagsterInstance) ->
     snapshot = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey("tpch_customer")])
     assert daily is not None and snapshot is not None
     tags = {RANGE_START_TAG: window[0], RANGE_END_TAG: window[1]}
-    ranged = daily.execute_in_process(instance=instance, tags=tags, run_config=QUIET,
-                                      asset_selection=[dg.AssetKey(a) for a in TPCH_DAILY])
+    ranged = daily.execute_in_process(
+        instance=instance,
+        tags=tags,
+        run_config=QUIET,
+        asset_selection=[dg.AssetKey(a) for a in TPCH_DAILY],
+    )
     customers = snapshot.execute_in_process(
-        instance=instance, run_config=QUIET, asset_selection=[dg.AssetKey("tpch_customer")])
+        instance=instance, run_config=QUIET, asset_selection=[dg.AssetKey("tpch_customer")]
+    )
     # A ranged run reports each partition; its one write and its checks cover them all.
     label = f"{window[0]}..{window[1][5:]}"
     one_per_asset = {row.asset: row for row in _rows_of(run, label, ranged)}
     return [*one_per_asset.values(), *_rows_of(run, "-", customers)]
 
 
-def run_pass(run: int, days: list[str], instance: dg.DagsterInstance,
-             tpch: tuple[str, str] | None) -> list[Row]:
+def run_pass(
+    run: int, days: list[str], instance: dg.DagsterInstance, tpch: tuple[str, str] | None
+) -> list[Row]:
     """Materialize every day, then the catalog, then TPC-H, once."""
     daily_job = defs.resolve_job_def("daily_lake_job")
     rows: list[Row] = []
     for key in days:
-        result = daily_job.execute_in_process(partition_key=key, instance=instance,
-                                               run_config=QUIET)
+        result = daily_job.execute_in_process(
+            partition_key=key, instance=instance, run_config=QUIET
+        )
         rows.extend(_rows_of(run, key, result))
     catalog = defs.resolve_job_def("catalog_job").execute_in_process(
         instance=instance, run_config=QUIET
@@ -151,23 +161,31 @@ def table_fingerprints(lake: LakeResource, tables: tuple[str, ...]) -> dict[str,
 
 
 def _print_rows(rows: list[Row]) -> None:
-    header = (f"{'pass':>4}  {'asset':<16} {'partition':<16} {'rows':>6} {'dups':>5} "
-              f"{'quar':>4} {'ver':>4} {'commit':<6} {'no-op proof':<11} "
-              f"{'fingerprint':<35} checks")
+    header = (
+        f"{'pass':>4}  {'asset':<16} {'partition':<16} {'rows':>6} {'dups':>5} "
+        f"{'quar':>4} {'ver':>4} {'commit':<6} {'no-op proof':<11} "
+        f"{'fingerprint':<35} checks"
+    )
     print(header)
     print("-" * len(header))
     for r in sorted(rows, key=lambda r: (r.run, r.asset, r.partition)):
         quarantined = "-" if r.quarantined is None else str(r.quarantined)
-        print(f"{r.run:>4}  {r.asset:<16} {r.partition:<16} {r.rows:>6} {r.duplicates:>5} "
-              f"{quarantined:>4} {r.version:>4} "
-              f"{'yes' if r.committed else 'no':<6} {r.proof:<11} {r.fingerprint:<35} {r.checks}")
+        print(
+            f"{r.run:>4}  {r.asset:<16} {r.partition:<16} {r.rows:>6} {r.duplicates:>5} "
+            f"{quarantined:>4} {r.version:>4} "
+            f"{'yes' if r.committed else 'no':<6} {r.proof:<11} {r.fingerprint:<35} {r.checks}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run both passes and report; exit code 0 only if the second pass changed nothing."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--start", default=None, type=dt.date.fromisoformat,
-                        help="first day (default: the first day with landing files)")
+    parser.add_argument(
+        "--start",
+        default=None,
+        type=dt.date.fromisoformat,
+        help="first day (default: the first day with landing files)",
+    )
     parser.add_argument("--days", default=14, type=int)
     args = parser.parse_args(argv)
     lake = LakeResource()
@@ -187,19 +205,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'table':<16} {'after pass 1':<35} {'after pass 2':<35} equal")
     for name in tables:
         same = after_first[name] == after_second[name]
-        print(f"{name:<16} {after_first[name]:<35} {after_second[name]:<35} "
-              f"{'yes' if same else 'NO'}")
+        print(
+            f"{name:<16} {after_first[name]:<35} {after_second[name]:<35} {'yes' if same else 'NO'}"
+        )
     by_key = {(r.asset, r.partition): r for r in first}
     reproduced = all(by_key[(r.asset, r.partition)].fingerprint == r.fingerprint for r in second)
     no_commits = not any(r.committed for r in second)
     checks_ok = all(r.checks_passed for r in first + second)
     tables_equal = after_first == after_second
     print()
-    print(f"second pass fingerprints equal: {'yes' if reproduced else 'NO'}; "
-          f"second pass commits: {sum(r.committed for r in second)}; "
-          f"no ERROR check failed: {'yes' if checks_ok else 'NO'} "
-          f"({sum(r.warnings for r in first + second)} WARN results); "
-          f"tables equal: {'yes' if tables_equal else 'NO'}")
+    print(
+        f"second pass fingerprints equal: {'yes' if reproduced else 'NO'}; "
+        f"second pass commits: {sum(r.committed for r in second)}; "
+        f"no ERROR check failed: {'yes' if checks_ok else 'NO'} "
+        f"({sum(r.warnings for r in first + second)} WARN results); "
+        f"tables equal: {'yes' if tables_equal else 'NO'}"
+    )
     return 0 if reproduced and checks_ok and tables_equal and no_commits else 1
 
 

@@ -30,9 +30,7 @@ def window_dates(window: dg.TimeWindow) -> tuple[dt.date, dt.date]:
     """The half-open ``[start, end)`` day range of a daily time window."""
     start = window.start.astimezone(dt.UTC)
     end = window.end.astimezone(dt.UTC)
-    if start.timetz() != dt.time(0, tzinfo=dt.UTC) or end.timetz() != dt.time(
-        0, tzinfo=dt.UTC
-    ):
+    if start.timetz() != dt.time(0, tzinfo=dt.UTC) or end.timetz() != dt.time(0, tzinfo=dt.UTC):
         raise ValueError(f"time window {window} does not fall on UTC day boundaries")
     return start.date(), end.date()
 

@@ -24,7 +24,6 @@ The Dagster instance profiles (``dagster.yaml``, ``deploy/postgres/dagster.yaml`
 their own variables, which Dagster reads.
 """
 
-
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -132,10 +131,10 @@ def _env_value(option: str, value: object) -> str:
         return str(value)
     resolved = value.get_value()
     if resolved is None:
-        raise ValueError(f"storage option {option!r}: environment variable {value.env_var_name} "
-                         "is not set")
+        raise ValueError(
+            f"storage option {option!r}: environment variable {value.env_var_name} is not set"
+        )
     return resolved
-
 
 
 STATE_URL_ENV = "IDEM_STATE_URL"

@@ -43,28 +43,47 @@ class Project:
         )
         return build_definitions(default_resources(self.lake, self.checkpoint, notifier))
 
-    def run_days(self, first: str, last: str | None = None,
-                 assets: Sequence[str] | None = None,
-                 run_config: dict | None = None) -> dg.ExecuteInProcessResult:
+    def run_days(
+        self,
+        first: str,
+        last: str | None = None,
+        assets: Sequence[str] | None = None,
+        run_config: dict | None = None,
+    ) -> dg.ExecuteInProcessResult:
         """Run the daily job for one partition or, as one single run, an inclusive range."""
         job = self.definitions().resolve_job_def(daily_lake_job.name)
         selection = [dg.AssetKey(a) for a in assets] if assets else None
         if last is None or last == first:
-            return job.execute_in_process(partition_key=first, instance=self.instance,
-                                          asset_selection=selection, raise_on_error=False,
-                                          run_config=run_config)
-        tags = {"dagster/asset_partition_range_start": first,
-                "dagster/asset_partition_range_end": last}
-        return job.execute_in_process(tags=tags, instance=self.instance,
-                                      asset_selection=selection, raise_on_error=False,
-                                      run_config=run_config)
+            return job.execute_in_process(
+                partition_key=first,
+                instance=self.instance,
+                asset_selection=selection,
+                raise_on_error=False,
+                run_config=run_config,
+            )
+        tags = {
+            "dagster/asset_partition_range_start": first,
+            "dagster/asset_partition_range_end": last,
+        }
+        return job.execute_in_process(
+            tags=tags,
+            instance=self.instance,
+            asset_selection=selection,
+            raise_on_error=False,
+            run_config=run_config,
+        )
 
-    def run_job(self, name: str, partition: str | None = None,
-                run_config: dict | None = None) -> dg.ExecuteInProcessResult:
+    def run_job(
+        self, name: str, partition: str | None = None, run_config: dict | None = None
+    ) -> dg.ExecuteInProcessResult:
         """Run any job of the code location (optionally for one partition)."""
         job = self.definitions().resolve_job_def(name)
-        return job.execute_in_process(partition_key=partition, instance=self.instance,
-                                      run_config=run_config, raise_on_error=False)
+        return job.execute_in_process(
+            partition_key=partition,
+            instance=self.instance,
+            run_config=run_config,
+            raise_on_error=False,
+        )
 
     def run_catalog(self) -> dg.ExecuteInProcessResult:
         """Run the catalog job."""
@@ -92,8 +111,9 @@ def new_project(root: Path, days: int = 4, seed: int = 7, clean: bool = False) -
     generate(landing, START, days, seed, clean=clean)
     lake = LakeResource(landing_dir=str(landing), lake_dir=str(lake_dir))
     checkpoint = CheckpointResource(url=f"sqlite:///{root / 'state' / 'checkpoint.db'}")
-    return Project(root=root, lake=lake, checkpoint=checkpoint,
-                   instance=dg.DagsterInstance.ephemeral())
+    return Project(
+        root=root, lake=lake, checkpoint=checkpoint, instance=dg.DagsterInstance.ephemeral()
+    )
 
 
 def day_keys(days: int, start: dt.date = START) -> list[str]:
@@ -120,7 +140,8 @@ def warnings(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], dict]:
     """(asset, check) -> metadata of every failed WARN check evaluation of a run."""
     return {
         (e.asset_key.to_user_string(), e.check_name): {
-            k: getattr(v, "value", v) for k, v in e.metadata.items()}
+            k: getattr(v, "value", v) for k, v in e.metadata.items()
+        }
         for e in result.get_asset_check_evaluations()
         if not e.passed and e.severity == dg.AssetCheckSeverity.WARN
     }

@@ -13,13 +13,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_workspace_loads_through_the_dagster_cli(tmp_path):
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path),
-           "IDEM_LANDING_DIR": str(tmp_path / "landing"), "IDEM_LAKE_DIR": str(tmp_path / "lake")}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path),
+        "IDEM_LANDING_DIR": str(tmp_path / "landing"),
+        "IDEM_LAKE_DIR": str(tmp_path / "lake"),
+    }
     (tmp_path / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
     dagster = Path(sys.executable).with_name("dagster")
     proc = subprocess.run(
         [str(dagster), "definitions", "validate", "-w", str(ROOT / "workspace.yaml")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Validation successful" in proc.stdout + proc.stderr
@@ -37,11 +45,19 @@ def test_definitions_hold_every_asset_check_job_schedule_and_sensor():
         assert (asset, "unique_natural_key") in checks
     assert ("daily_sales", "reconciles_with_orders") in checks
     assert {j.name for j in repo.get_all_jobs()} >= {
-        "daily_lake_job", "catalog_job", "notifications_job", "notifications_redrive_job"}
+        "daily_lake_job",
+        "catalog_job",
+        "notifications_job",
+        "notifications_redrive_job",
+    }
     assert {s.name for s in repo.schedule_defs} == {"daily_lake_job_schedule"}
     assert {s.name for s in repo.sensor_defs} >= {
-        "orders_landing_sensor", "customers_landing_sensor", "events_landing_sensor",
-        "product_catalog_landing_sensor", "notification_retry_sensor"}
+        "orders_landing_sensor",
+        "customers_landing_sensor",
+        "events_landing_sensor",
+        "product_catalog_landing_sensor",
+        "notification_retry_sensor",
+    }
 
 
 def test_every_asset_is_described_and_lake_assets_declare_their_strategy():
@@ -54,8 +70,9 @@ def test_every_asset_is_described_and_lake_assets_declare_their_strategy():
 
 def test_orders_checks_block_daily_sales():
     repo = defs.get_repository_def()
-    orders_checks = [s for s in repo.asset_graph.asset_check_keys
-                     if s.asset_key == dg.AssetKey("orders")]
+    orders_checks = [
+        s for s in repo.asset_graph.asset_check_keys if s.asset_key == dg.AssetKey("orders")
+    ]
     assert orders_checks
     for key in orders_checks:
         assert repo.asset_graph.get_check_spec(key).blocking, key

@@ -17,14 +17,20 @@ ROOT = Path(__file__).resolve().parents[1]
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 _IMPORT = re.compile(r"^\s*from (idem_assets[\w.]*) import", re.MULTILINE)
 # Where the Dagster-facing names live; an example importing from here bypasses the face.
-_INTERNAL = ("idem_assets.io_manager", "idem_assets.lib", "idem_assets.resources",
-             "idem_assets.partitions", "idem_assets.sources")
+_INTERNAL = (
+    "idem_assets.io_manager",
+    "idem_assets.lib",
+    "idem_assets.resources",
+    "idem_assets.partitions",
+    "idem_assets.sources",
+)
 
 
 def _python_env() -> dict[str, str]:
-    return {**os.environ,
-            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
-                                          if p)}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
 
 
 @pytest.mark.parametrize("name", idem_assets.__all__)
@@ -43,16 +49,26 @@ def test_an_unknown_name_is_an_attribute_error():
 
 
 def test_the_package_and_its_dagster_free_names_import_no_dagster():
-    probe = ("import json, sys, idem_assets; idem_assets.open_store; idem_assets.Status;"
-             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')))")
-    done = subprocess.run([sys.executable, "-c", probe], env=_python_env(),
-                          capture_output=True, text=True, timeout=120, check=False)
+    probe = (
+        "import json, sys, idem_assets; idem_assets.open_store; idem_assets.Status;"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=_python_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == []
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/library.md", "docs/landing.md",
-                                 "docs/migrating.md", "docs/deployment.md"])
+@pytest.mark.parametrize(
+    "doc",
+    ["README.md", "docs/library.md", "docs/landing.md", "docs/migrating.md", "docs/deployment.md"],
+)
 def test_examples_import_dagster_facing_names_from_the_package(doc: str):
     text = (ROOT / doc).read_text()
     modules = [m for block in _BLOCK.findall(text) for m in _IMPORT.findall(block)]

@@ -32,9 +32,12 @@ def landing_day(scale: float, root: Path) -> Path:
     day = pl.from_arrow(pq.read_table(orders_day_file(scale)))
     assert isinstance(day, pl.DataFrame)
     day.select(
-        "order_id", "customer_id", "amount",
+        "order_id",
+        "customer_id",
+        "amount",
         pl.col("status").replace_strict(STATUS, default="placed").alias("status"),
-        "order_date", "updated_at",
+        "order_date",
+        "updated_at",
     ).write_parquet(folder / "part-0.parquet")
     return root / "landing"
 
@@ -52,8 +55,11 @@ def prepare(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
     root = Path(workdir)
     shutil.rmtree(root, ignore_errors=True)
     landing = landing_day(scale, root)
-    state = {"assets": [orders], "resources": _resources(root, landing),
-             "instance": dg.DagsterInstance.ephemeral()}
+    state = {
+        "assets": [orders],
+        "resources": _resources(root, landing),
+        "instance": dg.DagsterInstance.ephemeral(),
+    }
     if warm:
         # Landing files are older than a few seconds by the time anyone reruns a day;
         # hashes of files younger than that are not kept (racy stamps).
@@ -68,24 +74,34 @@ def _resources(root: Path, landing: Path) -> dict[str, Any]:
 
     lake = LakeResource(landing_dir=str(landing), lake_dir=str(root / "lake"))
     checkpoint = CheckpointResource(url=f"sqlite:///{root / 'state.db'}")
-    return default_resources(lake, checkpoint,
-                             NotificationResource(base_url="http://127.0.0.1:9", token="x"))
+    return default_resources(
+        lake, checkpoint, NotificationResource(base_url="http://127.0.0.1:9", token="x")
+    )
 
 
 def run(state: dict[str, Any]) -> dict[str, Any]:
     """Materialize the orders partition (asset + IO manager, no checks)."""
     import dagster as dg
 
-    result = dg.materialize(state["assets"], partition_key=DAY.isoformat(),
-                            resources=state["resources"], instance=state["instance"],
-                            run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}})
+    result = dg.materialize(
+        state["assets"],
+        partition_key=DAY.isoformat(),
+        resources=state["resources"],
+        instance=state["instance"],
+        run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}},
+    )
     event = result.get_asset_materialization_events()[0]
     metadata = event.event_specific_data.materialization.metadata  # type: ignore[union-attr]
+
     def value(key: str, default: Any = None) -> Any:
         return getattr(metadata.get(key), "value", default)
 
-    return {"proof": value("no_op_proof", ""), "committed": value("committed"),
-            "hashed": value("input_files_hashed"), "reused": value("input_files_hash_reused")}
+    return {
+        "proof": value("no_op_proof", ""),
+        "committed": value("committed"),
+        "hashed": value("input_files_hashed"),
+        "reused": value("input_files_hash_reused"),
+    }
 
 
 def prepare_trivial(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
@@ -109,18 +125,29 @@ def prepare_trivial(scale: float, workdir: str, warm: bool) -> dict[str, Any]:
 def run_case(scale: float, repetitions: int) -> tuple[str, dict[str, Any]]:
     """Case 2b."""
     work = tempfile.mkdtemp(prefix="bench-asset-")
-    stats = compare([
-        Contender("first run (read, validate, write)", prepare, run, (scale, f"{work}/a", False)),
-        Contender("rerun, landing unchanged", prepare, run, (scale, f"{work}/b", True)),
-        Contender("trivial asset, same path (Dagster's floor)", prepare_trivial, run,
-                  (scale, f"{work}/c", True)),
-    ], repetitions)
+    stats = compare(
+        [
+            Contender(
+                "first run (read, validate, write)", prepare, run, (scale, f"{work}/a", False)
+            ),
+            Contender("rerun, landing unchanged", prepare, run, (scale, f"{work}/b", True)),
+            Contender(
+                "trivial asset, same path (Dagster's floor)",
+                prepare_trivial,
+                run,
+                (scale, f"{work}/c", True),
+            ),
+        ],
+        repetitions,
+    )
     shutil.rmtree(work, ignore_errors=True)
     first, rerun, floor = stats
     md = [
         f"### 2b. The orders asset end to end (landing day of TPC-H orders SF{scale:g}, "
-        "through Dagster)", "",
-        table(TIMING_HEADERS, timing_rows(stats, first.name)), "",
+        "through Dagster)",
+        "",
+        table(TIMING_HEADERS, timing_rows(stats, first.name)),
+        "",
         f"The unchanged rerun costs {rerun.median / first.median:.1%} of the first run "
         f"(no-op proven by `{rerun.last('proof')}`, committed: {rerun.last('committed')}); "
         f"without Dagster's own per-run work (the trivial asset) it is "

@@ -44,8 +44,12 @@ def prepare(days: int, scale: float, workdir: str) -> dict[str, Any]:
     notifier = NotificationResource(base_url="http://127.0.0.1:9", token="unused")
     defs = build_definitions(default_resources(lake, checkpoint, notifier))
     quiet = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
-    return {"job": defs.resolve_job_def("daily_lake_job"), "days": days, "quiet": quiet,
-            "instance": dg.DagsterInstance.ephemeral()}
+    return {
+        "job": defs.resolve_job_def("daily_lake_job"),
+        "days": days,
+        "quiet": quiet,
+        "instance": dg.DagsterInstance.ephemeral(),
+    }
 
 
 def keys(days: int) -> list[str]:
@@ -57,9 +61,13 @@ def run_single(state: dict[str, Any]) -> dict[str, Any]:
     """One run for the whole range."""
     days = keys(state["days"])
     result = state["job"].execute_in_process(
-        instance=state["instance"], run_config=state["quiet"],
-        tags={"dagster/asset_partition_range_start": days[0],
-              "dagster/asset_partition_range_end": days[-1]})
+        instance=state["instance"],
+        run_config=state["quiet"],
+        tags={
+            "dagster/asset_partition_range_start": days[0],
+            "dagster/asset_partition_range_end": days[-1],
+        },
+    )
     assert result.success
     return {"runs": 1}
 
@@ -67,8 +75,9 @@ def run_single(state: dict[str, Any]) -> dict[str, Any]:
 def run_each(state: dict[str, Any]) -> dict[str, Any]:
     """One run per partition."""
     for key in keys(state["days"]):
-        result = state["job"].execute_in_process(partition_key=key, instance=state["instance"],
-                                                 run_config=state["quiet"])
+        result = state["job"].execute_in_process(
+            partition_key=key, instance=state["instance"], run_config=state["quiet"]
+        )
         assert result.success
     return {"runs": state["days"]}
 
@@ -84,15 +93,20 @@ def prepare_trivial(runs: int) -> dict[str, Any]:
         return None
 
     job = dg.Definitions(assets=[nothing]).resolve_implicit_global_asset_job_def()
-    return {"job": job, "runs": runs, "instance": dg.DagsterInstance.ephemeral(),
-            "quiet": {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}}
+    return {
+        "job": job,
+        "runs": runs,
+        "instance": dg.DagsterInstance.ephemeral(),
+        "quiet": {"loggers": {"console": {"config": {"log_level": "ERROR"}}}},
+    }
 
 
 def run_trivial(state: dict[str, Any]) -> dict[str, Any]:
     """``runs`` trivial runs."""
     for key in keys(state["runs"]):
-        state["job"].execute_in_process(partition_key=key, instance=state["instance"],
-                                        run_config=state["quiet"])
+        state["job"].execute_in_process(
+            partition_key=key, instance=state["instance"], run_config=state["quiet"]
+        )
     return {"runs": state["runs"]}
 
 
@@ -100,20 +114,26 @@ def run(days: int, scale: float, repetitions: int) -> tuple[str, dict[str, Any]]
     """Case 5."""
     landing(days, scale)
     work = tempfile.mkdtemp(prefix="bench-backfill-")
-    stats = compare([
-        Contender(f"{days} per-partition runs", prepare, run_each, (days, scale, f"{work}/a")),
-        Contender("single-run backfill", prepare, run_single, (days, scale, f"{work}/b")),
-        Contender(f"{days} trivial Dagster runs", prepare_trivial, run_trivial, (days,)),
-    ], repetitions)
+    stats = compare(
+        [
+            Contender(f"{days} per-partition runs", prepare, run_each, (days, scale, f"{work}/a")),
+            Contender("single-run backfill", prepare, run_single, (days, scale, f"{work}/b")),
+            Contender(f"{days} trivial Dagster runs", prepare_trivial, run_trivial, (days,)),
+        ],
+        repetitions,
+    )
     shutil.rmtree(work, ignore_errors=True)
     each, single, trivial = (s.median for s in stats)
     md = [
         f"### 5. Backfill of {days} days (orders, customers, events, daily_sales + checks; "
-        f"landing scale ×{scale:g})", "",
-        table(TIMING_HEADERS, timing_rows(stats, f"{days} per-partition runs")), "",
+        f"landing scale ×{scale:g})",
+        "",
+        table(TIMING_HEADERS, timing_rows(stats, f"{days} per-partition runs")),
+        "",
         f"- per partition: {each / days:.2f} s as separate runs, {single / days:.2f} s inside "
         "one backfill run.",
         f"- Dagster's own cost per run (trivial asset): {trivial / days:.2f} s; "
-        f"separate runs spend about {(each - single) / days:.2f} s more per partition.", "",
+        f"separate runs spend about {(each - single) / days:.2f} s more per partition.",
+        "",
     ]
     return "\n".join(md), {s.name: s.median for s in stats}

@@ -47,15 +47,21 @@ KEY = ["bench", "orders"]  # both managers: <root>/bench/orders
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # (scenario, level, warm): the cases in report order.
 CASES = [
-    ("partition", "io", False), ("partition", "io", True),
-    ("partition", "run", False), ("partition", "run", True),
-    ("table", "io", False), ("table", "io", True),
-    ("range", "run", False), ("range", "run", True),
+    ("partition", "io", False),
+    ("partition", "io", True),
+    ("partition", "run", False),
+    ("partition", "run", True),
+    ("table", "io", False),
+    ("table", "io", True),
+    ("range", "run", False),
+    ("range", "run", True),
 ]
-LABELS = {("partition", "io"): "one partition, IO manager",
-          ("partition", "run"): "one partition, dg.materialize",
-          ("table", "io"): "unpartitioned, IO manager",
-          ("range", "run"): f"{RANGE_DAYS}-day single-run backfill, dg.materialize"}
+LABELS = {
+    ("partition", "io"): "one partition, IO manager",
+    ("partition", "run"): "one partition, dg.materialize",
+    ("table", "io"): "unpartitioned, IO manager",
+    ("range", "run"): f"{RANGE_DAYS}-day single-run backfill, dg.materialize",
+}
 
 
 def io_manager(contender: str, root: Path) -> Any:
@@ -74,16 +80,22 @@ def _metadata(scenario: str) -> dict[str, Any]:
 
 def _range_tags() -> dict[str, str]:
     last = DAY + dt.timedelta(days=RANGE_DAYS - 1)
-    return {"dagster/asset_partition_range_start": DAY.isoformat(),
-            "dagster/asset_partition_range_end": last.isoformat()}
+    return {
+        "dagster/asset_partition_range_start": DAY.isoformat(),
+        "dagster/asset_partition_range_end": last.isoformat(),
+    }
 
 
 def _asset(key: list[str], scenario: str, data: Any) -> dg.AssetsDefinition:
     partitioned = scenario != "table"
     policy = dg.BackfillPolicy.single_run() if scenario == "range" else None
 
-    @dg.asset(key=key, partitions_def=PARTITIONS if partitioned else None,
-              metadata=_metadata(scenario), backfill_policy=policy)
+    @dg.asset(
+        key=key,
+        partitions_def=PARTITIONS if partitioned else None,
+        metadata=_metadata(scenario),
+        backfill_policy=policy,
+    )
     def orders():  # noqa: ANN202  (a string annotation would not resolve here)
         return data
 
@@ -92,23 +104,35 @@ def _asset(key: list[str], scenario: str, data: Any) -> dg.AssetsDefinition:
 
 def _materialize(state: dict[str, Any], asset: dg.AssetsDefinition) -> dg.ExecuteInProcessResult:
     scenario = state["scenario"]
-    kwargs: dict[str, Any] = {"partition_key": DAY.isoformat()} if scenario == "partition" \
-        else {"tags": _range_tags()} if scenario == "range" else {}
-    return dg.materialize([asset], resources={"io_manager": state["manager"]},
-                          instance=state["instance"], run_config=QUIET, raise_on_error=False,
-                          **kwargs)
+    kwargs: dict[str, Any] = (
+        {"partition_key": DAY.isoformat()}
+        if scenario == "partition"
+        else {"tags": _range_tags()}
+        if scenario == "range"
+        else {}
+    )
+    return dg.materialize(
+        [asset],
+        resources={"io_manager": state["manager"]},
+        instance=state["instance"],
+        run_config=QUIET,
+        raise_on_error=False,
+        **kwargs,
+    )
 
 
 def _output_context(state: dict[str, Any], key: list[str]) -> dg.OutputContext:
     partitioned = state["scenario"] != "table"
     # dagster-deltalake reads its connection from resource_config; ours ignores it.
-    config = {"root_uri": str(state["root"]), "storage_options": {"local": {}},
-              "mode": "overwrite"}
+    config = {"root_uri": str(state["root"]), "storage_options": {"local": {}}, "mode": "overwrite"}
     return dg.build_output_context(
-        asset_key=dg.AssetKey(key), partition_key=DAY.isoformat() if partitioned else None,
+        asset_key=dg.AssetKey(key),
+        partition_key=DAY.isoformat() if partitioned else None,
         asset_partitions_def=PARTITIONS if partitioned else None,
-        definition_metadata=_metadata(state["scenario"]), resource_config=config,
-        run_id=str(uuid.uuid4()))
+        definition_metadata=_metadata(state["scenario"]),
+        resource_config=config,
+        run_id=str(uuid.uuid4()),
+    )
 
 
 def _handler(state: dict[str, Any]) -> Any:
@@ -123,8 +147,9 @@ def _version(root: Path) -> int:
     return DeltaTable(str(path)).version() if (path / "_delta_log").exists() else -1
 
 
-def prepare(contender: str, scenario: str, level: str, warm: bool, scale: float,
-            workdir: str) -> dict[str, Any]:
+def prepare(
+    contender: str, scenario: str, level: str, warm: bool, scale: float, workdir: str
+) -> dict[str, Any]:
     """Data loaded, a warm-up write done; with ``warm`` the case's write done once already."""
     # The drop-in's checkpoint store defaults to IDEM_STATE_URL (which `make` exports for the
     # project) else SQLite beside the root: keep every sample's records beside its own root.
@@ -135,9 +160,14 @@ def prepare(contender: str, scenario: str, level: str, warm: bool, scale: float,
     root = Path(workdir)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    state: dict[str, Any] = {"contender": contender, "scenario": scenario, "level": level,
-                             "data": data, "root": root,
-                             "manager": io_manager(contender, root)}
+    state: dict[str, Any] = {
+        "contender": contender,
+        "scenario": scenario,
+        "level": level,
+        "data": data,
+        "root": root,
+        "manager": io_manager(contender, root),
+    }
     warmup = data.filter(pc.equal(data["order_date"], pa.scalar(DAY))).slice(0, 10)
     if level == "io":
         handler = state["handler"] = _handler(state)
@@ -195,9 +225,12 @@ def verify(state: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
     if after > before and before >= 0:
         path = str(state["root"] / "/".join(KEY))
         metrics = DeltaTable(path).history(1)[0].get("operationMetrics", {})
-    return {"version_before": before, "version_after": after,
-            "files_added": metrics.get("num_added_files", 0),
-            "files_removed": metrics.get("num_removed_files", 0)}
+    return {
+        "version_before": before,
+        "version_after": after,
+        "files_added": metrics.get("num_added_files", 0),
+        "files_removed": metrics.get("num_removed_files", 0),
+    }
 
 
 def _outcome(stat: Stats, warm: bool) -> str:
@@ -210,8 +243,10 @@ def _outcome(stat: Stats, warm: bool) -> str:
     if after == before:
         proof = stat.last("proof")
         return f"no commit (version {after}" + (f", proven by {proof})" if proof else ")")
-    return (f"commit {before} → {after} (+{stat.last('files_added')} / "
-            f"−{stat.last('files_removed')} files)")
+    return (
+        f"commit {before} → {after} (+{stat.last('files_added')} / "
+        f"−{stat.last('files_removed')} files)"
+    )
 
 
 def _spread(stat: Stats) -> str:
@@ -228,10 +263,15 @@ def run_family(scale: float, repetitions: int) -> tuple[str, dict[str, Any]]:
     measured: dict[tuple[str, str, bool], dict[str, Stats]] = {}
     for scenario, level, warm in CASES:
         contenders = [
-            Contender(name, prepare, run,
-                      (name, scenario, level, warm, scale,
-                       f"{work}/{scenario}-{level}-{int(warm)}-{i}"), verify)
-            for i, name in enumerate((OFFICIAL, OURS))]
+            Contender(
+                name,
+                prepare,
+                run,
+                (name, scenario, level, warm, scale, f"{work}/{scenario}-{level}-{int(warm)}-{i}"),
+                verify,
+            )
+            for i, name in enumerate((OFFICIAL, OURS))
+        ]
         measured[(scenario, level, warm)] = {s.name: s for s in compare(contenders, repetitions)}
     shutil.rmtree(work, ignore_errors=True)
 
@@ -242,22 +282,39 @@ def run_family(scale: float, repetitions: int) -> tuple[str, dict[str, Any]]:
         base = stats[OFFICIAL]
         for name in (OFFICIAL, OURS):
             stat = stats[name]
-            ratio = "—" if base.last("failed") or stat.last("failed") else \
-                f"{stat.median / base.median:.2f}×"
-            lines.append([case, name, stat.median, _spread(stat), ratio, stat.rss,
-                          _outcome(stat, warm)])
+            ratio = (
+                "—"
+                if base.last("failed") or stat.last("failed")
+                else f"{stat.median / base.median:.2f}×"
+            )
+            lines.append(
+                [case, name, stat.median, _spread(stat), ratio, stat.rss, _outcome(stat, warm)]
+            )
             label = LABELS[(scenario, level)]
             numbers["rerun" if warm else "first"].setdefault(label, {})[name] = stat.median
             if warm:
                 numbers["rerun_failed"].setdefault(label, {})[name] = stat.last("failed")
-                numbers["committed"].setdefault(label, {})[name] = (
-                    stat.last("version_after") != stat.last("version_before"))
+                numbers["committed"].setdefault(label, {})[name] = stat.last(
+                    "version_after"
+                ) != stat.last("version_before")
     md = [
         f"### D. dagster-deltalake's IO manager and ours, constructed alike (TPC-H orders "
         f"SF{scale:g}: {rows:,} rows as one day; the same rows as an unpartitioned table and "
-        f"spread over {RANGE_DAYS} days by o_orderdate)", "",
-        table(["case", "contender", "median s", "min–max s", "× dagster-deltalake",
-               "peak RSS MiB", "Delta table after the timed call"], lines), "",
+        f"spread over {RANGE_DAYS} days by o_orderdate)",
+        "",
+        table(
+            [
+                "case",
+                "contender",
+                "median s",
+                "min–max s",
+                "× dagster-deltalake",
+                "peak RSS MiB",
+                "Delta table after the timed call",
+            ],
+            lines,
+        ),
+        "",
     ]
     md += _summary(numbers)
     return "\n".join(md), numbers
@@ -270,21 +327,27 @@ def _summary(numbers: dict[str, Any]) -> list[str]:
         rerun = numbers["rerun"].get(label, {})
         failed = numbers["rerun_failed"].get(label, {})
         if failed.get(OFFICIAL):
-            line += (f"; its rerun fails (`{failed[OFFICIAL][:120]}`), ours takes "
-                     f"{rerun[OURS]:.3f} s and commits "
-                     f"{'a new version' if numbers['committed'][label][OURS] else 'nothing'}")
+            line += (
+                f"; its rerun fails (`{failed[OFFICIAL][:120]}`), ours takes "
+                f"{rerun[OURS]:.3f} s and commits "
+                f"{'a new version' if numbers['committed'][label][OURS] else 'nothing'}"
+            )
         elif rerun:
-            line += (f"; unchanged rerun {rerun[OURS] / rerun[OFFICIAL]:.1%} of its rewrite "
-                     f"({rerun[OURS]:.3f} s vs {rerun[OFFICIAL]:.3f} s)")
+            line += (
+                f"; unchanged rerun {rerun[OURS] / rerun[OFFICIAL]:.1%} of its rewrite "
+                f"({rerun[OURS]:.3f} s vs {rerun[OFFICIAL]:.3f} s)"
+            )
         out.append(line + ".")
     return out + [""]
 
 
-SHORT = {"one partition, IO manager": "partition\nIO manager",
-         "one partition, dg.materialize": "partition\nmaterialize",
-         "unpartitioned, IO manager": "unpartitioned\nIO manager",
-         f"{RANGE_DAYS}-day single-run backfill, dg.materialize": f"{RANGE_DAYS}-day backfill\n"
-                                                                  "materialize"}
+SHORT = {
+    "one partition, IO manager": "partition\nIO manager",
+    "one partition, dg.materialize": "partition\nmaterialize",
+    "unpartitioned, IO manager": "unpartitioned\nIO manager",
+    f"{RANGE_DAYS}-day single-run backfill, dg.materialize": f"{RANGE_DAYS}-day backfill\n"
+    "materialize",
+}
 
 
 def plot_groups(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -293,8 +356,11 @@ def plot_groups(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
     for label, first in numbers["first"].items():
         groups[f"{SHORT[label]}\nfirst write"] = dict(first)
         failed = numbers["rerun_failed"].get(label, {})
-        rerun = {name: value for name, value in numbers["rerun"].get(label, {}).items()
-                 if not failed.get(name)}
+        rerun = {
+            name: value
+            for name, value in numbers["rerun"].get(label, {}).items()
+            if not failed.get(name)
+        }
         note = "".join(f"\n({name} fails)" for name, why in failed.items() if why)
         groups[f"{SHORT[label]}\nrerun{note}"] = rerun
     return groups

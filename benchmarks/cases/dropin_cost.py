@@ -62,8 +62,9 @@ def run_delta(state: dict[str, Any]) -> dict[str, Any]:
     from idem_assets.lake.fingerprint import PendingFingerprint
 
     pending = PendingFingerprint(state["data"]) if state["hashed"] else None
-    write_deltalake(str(state["root"] / "table"), state["data"], mode="error",
-                    partition_by=["order_date"])
+    write_deltalake(
+        str(state["root"] / "table"), state["data"], mode="error", partition_by=["order_date"]
+    )
     if pending is not None:
         pending.result()
     return {}
@@ -86,8 +87,7 @@ def run_hash(state: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def prepare_manager(contender: str, scale: float, workdir: str,
-                    rows: int | None) -> dict[str, Any]:
+def prepare_manager(contender: str, scale: float, workdir: str, rows: int | None) -> dict[str, Any]:
     """The drop-in case's IO-manager set-up, on the whole day or its first ``rows`` rows."""
     state = dropin.prepare(contender, "partition", "io", False, scale, workdir)
     if rows is not None:
@@ -99,26 +99,45 @@ def run_family(scale: float, repetitions: int) -> tuple[str, dict[str, float]]:
     """The cost split; the markdown section and the medians."""
     work = tempfile.mkdtemp(prefix="bench-dropin-cost-")
     ours_name, official_name = f"{dropin.OURS} handle_output", f"{dropin.OFFICIAL} handle_output"
-    stats = compare([
-        Contender(FLOOR, prepare_delta, run_delta, (scale, f"{work}/a", False)),
-        Contender(HASHED, prepare_delta, run_delta, (scale, f"{work}/b", True)),
-        Contender(HASH, prepare_hash, run_hash, (scale, f"{work}/c")),
-        Contender(official_name, prepare_manager, dropin.run,
-                  (dropin.OFFICIAL, scale, f"{work}/d", None)),
-        Contender(ours_name, prepare_manager, dropin.run, (dropin.OURS, scale, f"{work}/e", None)),
-        Contender(f"{official_name}, 10 rows", prepare_manager, dropin.run,
-                  (dropin.OFFICIAL, scale, f"{work}/f", 10)),
-        Contender(f"{ours_name}, 10 rows", prepare_manager, dropin.run,
-                  (dropin.OURS, scale, f"{work}/g", 10)),
-    ], repetitions)
+    stats = compare(
+        [
+            Contender(FLOOR, prepare_delta, run_delta, (scale, f"{work}/a", False)),
+            Contender(HASHED, prepare_delta, run_delta, (scale, f"{work}/b", True)),
+            Contender(HASH, prepare_hash, run_hash, (scale, f"{work}/c")),
+            Contender(
+                official_name,
+                prepare_manager,
+                dropin.run,
+                (dropin.OFFICIAL, scale, f"{work}/d", None),
+            ),
+            Contender(
+                ours_name, prepare_manager, dropin.run, (dropin.OURS, scale, f"{work}/e", None)
+            ),
+            Contender(
+                f"{official_name}, 10 rows",
+                prepare_manager,
+                dropin.run,
+                (dropin.OFFICIAL, scale, f"{work}/f", 10),
+            ),
+            Contender(
+                f"{ours_name}, 10 rows",
+                prepare_manager,
+                dropin.run,
+                (dropin.OURS, scale, f"{work}/g", 10),
+            ),
+        ],
+        repetitions,
+    )
     shutil.rmtree(work, ignore_errors=True)
     median = {s.name: s.median for s in stats}
     gap = median[ours_name] - median[official_name]
     hashing = median[HASHED] - median[FLOOR]
     fixed = median[f"{ours_name}, 10 rows"] - median[f"{official_name}, 10 rows"]
     md = [
-        "#### Where the drop-in's first write of a partition goes", "",
-        table(TIMING_HEADERS, timing_rows(stats, FLOOR)), "",
+        "#### Where the drop-in's first write of a partition goes",
+        "",
+        table(TIMING_HEADERS, timing_rows(stats, FLOOR)),
+        "",
         f"Over a raw write_deltalake of the day: ours "
         f"{(median[ours_name] - median[FLOOR]) * 1000:+.0f} ms, dagster-deltalake "
         f"{(median[official_name] - median[FLOOR]) * 1000:+.0f} ms (ours − dagster-deltalake: "
@@ -127,6 +146,7 @@ def run_family(scale: float, repetitions: int) -> tuple[str, dict[str, float]]:
         "writer releases the GIL, but the two share 2 cores and memory bandwidth); the fixed "
         f"cost of a 10-row write is ours {median[f'{ours_name}, 10 rows'] * 1000:.0f} ms, "
         f"dagster-deltalake {median[f'{official_name}, 10 rows'] * 1000:.0f} ms "
-        f"({fixed * 1000:+.0f} ms: checkpoint records and table opens).", "",
+        f"({fixed * 1000:+.0f} ms: checkpoint records and table opens).",
+        "",
     ]
     return "\n".join(md), {**median, "gap": gap, "hashing": hashing, "fixed": fixed}

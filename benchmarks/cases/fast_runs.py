@@ -77,6 +77,7 @@ API = "the same run through the Python API (code location imported, CLI start le
 
 # --------------------------------------------------------------------------- processes
 
+
 @dataclass
 class Sample:
     """One command: wall seconds, CPU seconds of it and its children, peak RSS, exit code."""
@@ -91,8 +92,7 @@ def timed(argv: Sequence[str], env: dict[str, str], cwd: Path, log: Path) -> Sam
     """Run a command to completion, output into ``log``; its own resource usage via wait4."""
     with log.open("wb") as out:
         started = time.perf_counter()
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         killer = threading.Timer(TIMEOUT, proc.kill)
         killer.start()
         try:
@@ -102,8 +102,7 @@ def timed(argv: Sequence[str], env: dict[str, str], cwd: Path, log: Path) -> Sam
         seconds = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     # ru_maxrss is KiB on Linux: the largest of the process and its waited-for descendants.
-    return Sample(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
-                  proc.returncode)
+    return Sample(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
 
 
 def base_env() -> dict[str, str]:
@@ -115,8 +114,13 @@ def base_env() -> dict[str, str]:
 
 def compile_tree(tree: Path) -> None:
     """Bytecode of a tree's package into PYCACHE."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "idem_assets"], cwd=tree,
-                   env=base_env(), check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "idem_assets"],
+        cwd=tree,
+        env=base_env(),
+        check=True,
+        capture_output=True,
+    )
 
 
 def old_tree(ref: str = OLD_REF) -> Path:
@@ -125,8 +129,9 @@ def old_tree(ref: str = OLD_REF) -> Path:
     if not (path / "idem_assets" / "definitions.py").exists():
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref],
-                                 capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
     return path
 
@@ -136,13 +141,17 @@ def tree_state() -> str:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
 
     def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                              env=env, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, env=env, check=False
+        )
         return done.stdout.rstrip("\n")
 
     head = git("rev-parse", "--short", "HEAD").strip()
-    changed = [line[3:] for line in git("status", "--porcelain").splitlines()
-               if not line[3:].startswith("benchmarks/")]
+    changed = [
+        line[3:]
+        for line in git("status", "--porcelain").splitlines()
+        if not line[3:].startswith("benchmarks/")
+    ]
     if not changed:
         return f"`{head}`, no changes outside benchmarks/"
     shown = ", ".join(f"`{p}`" for p in changed[:6]) + (" …" if len(changed) > 6 else "")
@@ -197,9 +206,12 @@ class ImportStats:
 def run_imports(repetitions: int, work: Path) -> list[ImportStats]:
     """F1: fresh-process imports, wall samples and ``-X importtime`` samples alternately."""
     definitions = "idem_assets.definitions"
-    contenders = [ImportStats(FLOOR, "dagster", ROOT), ImportStats(NOW, definitions, ROOT),
-                  ImportStats(OLD, definitions, old_tree()),
-                  ImportStats(NO_GC, definitions, ROOT, setup="import gc; gc.disable(); ")]
+    contenders = [
+        ImportStats(FLOOR, "dagster", ROOT),
+        ImportStats(NOW, definitions, ROOT),
+        ImportStats(OLD, definitions, old_tree()),
+        ImportStats(NO_GC, definitions, ROOT, setup="import gc; gc.disable(); "),
+    ]
     log = work / "import.log"
     for tree in {c.tree for c in contenders}:
         compile_tree(tree)
@@ -221,8 +233,14 @@ def run_imports(repetitions: int, work: Path) -> list[ImportStats]:
             c.peak_mb.append(done.peak_mb)
         for c in contenders:
             env = {**base_env(), "PYTHONPATH": str(c.tree)}
-            traced = subprocess.run([sys.executable, "-X", "importtime", "-c", c.code], env=env,
-                                    cwd=c.tree, capture_output=True, text=True, check=True)
+            traced = subprocess.run(
+                [sys.executable, "-X", "importtime", "-c", c.code],
+                env=env,
+                cwd=c.tree,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             modules = importtime(traced.stderr)
             c.cumulative_ms.append(modules[c.module][1] / 1000)
             c.dagster_ms.append(modules["dagster"][1] / 1000)
@@ -236,28 +254,50 @@ def import_section(stats: list[ImportStats], repetitions: int) -> tuple[str, dic
     rows = []
     for s in stats:
         note = "" if s.name == FLOOR else f" ({s.name.split(', ', 1)[1]})"
-        rows.append([f"`python -c \"{s.code}\"`{note}", med(s.wall),
-                     f"{min(s.wall):.3f}–{max(s.wall):.3f}", med(s.cpu),
-                     med(s.cumulative_ms) / 1000,
-                     med(s.dagster_ms) / 1000, med(s.peak_mb)])
+        rows.append(
+            [
+                f'`python -c "{s.code}"`{note}',
+                med(s.wall),
+                f"{min(s.wall):.3f}–{max(s.wall):.3f}",
+                med(s.cpu),
+                med(s.cumulative_ms) / 1000,
+                med(s.dagster_ms) / 1000,
+                med(s.peak_mb),
+            ]
+        )
     by_name = {s.name: s for s in stats}
     floor, now, old, no_gc = by_name[FLOOR], by_name[NOW], by_name[OLD], by_name[NO_GC]
-    packages = sorted({p for s in stats for sample_ in s.packages for p in sample_},
-                      key=lambda p: -med([d.get(p, 0.0) for d in now.packages]))
+    packages = sorted(
+        {p for s in stats for sample_ in s.packages for p in sample_},
+        key=lambda p: -med([d.get(p, 0.0) for d in now.packages]),
+    )
 
     def share(s: ImportStats, package: str) -> float:
         return med([d.get(package, 0.0) for d in s.packages])
 
     top = [p for p in packages if max(share(now, p), share(old, p)) >= 15][:10]
     md = [
-        "### F1. Importing the code location in a fresh process", "",
+        "### F1. Importing the code location in a fresh process",
+        "",
         f"Samples per contender: {repetitions} of wall time and {repetitions} of "
         "`-X importtime`, alternating; each tree's bytecode compiled and one untimed import "
         "before the first sample. The last row is a diagnostic, not a contender: the same "
         "import with the garbage collector off. CPU (user + system) moves less than wall "
-        "when other work takes the cores.", "",
-        table(["command", "median wall s", "min–max s", "CPU s", "-X importtime cumulative s",
-               "of which dagster s", "peak RSS MiB"], rows), "",
+        "when other work takes the cores.",
+        "",
+        table(
+            [
+                "command",
+                "median wall s",
+                "min–max s",
+                "CPU s",
+                "-X importtime cumulative s",
+                "of which dagster s",
+                "peak RSS MiB",
+            ],
+            rows,
+        ),
+        "",
         f"- above `import dagster`: now {med(now.wall) - med(floor.wall):.2f} s wall "
         f"({(med(now.cumulative_ms) - med(now.dagster_ms)) / 1000:.2f} s by importtime), "
         f"before lazy imports {med(old.wall) - med(floor.wall):.2f} s "
@@ -265,21 +305,32 @@ def import_section(stats: list[ImportStats], repetitions: int) -> tuple[str, dic
         f"- garbage collection during the import: {med(now.wall) - med(no_gc.wall):.2f} s of "
         "the wall time (now minus the same import with gc off).",
         "- `-X importtime` times the imports alone (no interpreter start-up or exit) and adds "
-        "its own overhead: compare it across rows, not with the wall column.", "",
+        "its own overhead: compare it across rows, not with the wall column.",
+        "",
         "Self import time by top-level package (ms, median; packages ≥ 15 ms in either tree). "
         "A collection that runs during an import is billed to whichever module is importing "
-        "then, so the split is approximate:", "",
-        table(["package", "now ms", f"{OLD_REF} ms"],
-              [[p, round(share(now, p)), round(share(old, p))] for p in top]), "",
+        "then, so the split is approximate:",
+        "",
+        table(
+            ["package", "now ms", f"{OLD_REF} ms"],
+            [[p, round(share(now, p)), round(share(old, p))] for p in top],
+        ),
+        "",
     ]
     numbers: dict[str, Any] = {
-        s.name: {"wall": med(s.wall), "importtime": med(s.cumulative_ms) / 1000,
-                 "dagster_importtime": med(s.dagster_ms) / 1000} for s in stats}
+        s.name: {
+            "wall": med(s.wall),
+            "importtime": med(s.cumulative_ms) / 1000,
+            "dagster_importtime": med(s.dagster_ms) / 1000,
+        }
+        for s in stats
+    }
     numbers[NOW]["packages"] = {p: share(now, p) for p in top}
     return "\n".join(md), numbers
 
 
 # --------------------------------------------------------------------------- F2/F3. runs
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -307,8 +358,10 @@ def home_template(work: Path) -> Path:
     home.mkdir(parents=True)
     shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
     env = {**base_env(), "DAGSTER_HOME": str(home)}
-    code = ("import dagster as dg\ni = dg.DagsterInstance.get()\ni.get_runs(limit=1)\n"
-            "i.event_log_storage\ni.schedule_storage\n")
+    code = (
+        "import dagster as dg\ni = dg.DagsterInstance.get()\ni.get_runs(limit=1)\n"
+        "i.event_log_storage\ni.schedule_storage\n"
+    )
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
     return home
 
@@ -321,10 +374,16 @@ def fresh_project(root: Path, template: Path) -> dict[str, str]:
     root.mkdir(parents=True)
     generate(root / "landing", START, DAYS, seed=7)
     shutil.copytree(template, root / "home")
-    return {**base_env(), "DAGSTER_HOME": str(root / "home"), "NO_COLOR": "1",
-            "IDEM_LANDING_DIR": str(root / "landing"), "IDEM_LAKE_DIR": str(root / "lake"),
-            "IDEM_STATE_URL": f"sqlite:///{root / 'state.db'}",
-            "VIRTUAL_ENV": str(BIN.parent), "PYTHONPATH": str(ROOT)}
+    return {
+        **base_env(),
+        "DAGSTER_HOME": str(root / "home"),
+        "NO_COLOR": "1",
+        "IDEM_LANDING_DIR": str(root / "landing"),
+        "IDEM_LAKE_DIR": str(root / "lake"),
+        "IDEM_STATE_URL": f"sqlite:///{root / 'state.db'}",
+        "VIRTUAL_ENV": str(BIN.parent),
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 def delta_commits(lake: Path) -> int:
@@ -334,13 +393,17 @@ def delta_commits(lake: Path) -> int:
 
 def check_counts(log: Path) -> tuple[int, int]:
     """(checks evaluated, of which failed) in a run's console output."""
-    lines = [line for line in log.read_text(errors="replace").splitlines()
-             if "ASSET_CHECK_EVALUATION" in line]
+    lines = [
+        line
+        for line in log.read_text(errors="replace").splitlines()
+        if "ASSET_CHECK_EVALUATION" in line
+    ]
     return len(lines), sum(1 for line in lines if "' failed" in line)
 
 
-def run_launches(launches: Sequence[Launch], repetitions: int, work: Path,
-                 template: Path) -> list[RunStats]:
+def run_launches(
+    launches: Sequence[Launch], repetitions: int, work: Path, template: Path
+) -> list[RunStats]:
     """Each launch from a fresh project, then again unchanged; contenders alternate."""
     stats = [RunStats(launch.name) for launch in launches]
     for _ in range(repetitions):
@@ -374,8 +437,11 @@ def api_prepare(root: str, template: str) -> dict[str, Any]:
     from idem_assets.definitions import defs
 
     job = defs.resolve_implicit_global_asset_job_def()
-    return {"job": job, "instance": dg.DagsterInstance.from_config(env["DAGSTER_HOME"]),
-            "root": root}
+    return {
+        "job": job,
+        "instance": dg.DagsterInstance.from_config(env["DAGSTER_HOME"]),
+        "root": root,
+    }
 
 
 def api_run(state: dict[str, Any]) -> dict[str, Any]:
@@ -386,8 +452,11 @@ def api_run(state: dict[str, Any]) -> dict[str, Any]:
     for label in ("first", "rerun"):
         started = time.perf_counter()
         result = state["job"].execute_in_process(
-            partition_key=KEYS[0], instance=state["instance"],
-            asset_selection=[dg.AssetKey("orders")], raise_on_error=False)
+            partition_key=KEYS[0],
+            instance=state["instance"],
+            asset_selection=[dg.AssetKey("orders")],
+            raise_on_error=False,
+        )
         out[label] = time.perf_counter() - started
         out[f"{label}_ok"] = result.success
         if label == "first":
@@ -418,8 +487,12 @@ def _median(samples: list[Sample], attr: str) -> float | None:
 
 def run_rows(stats: Sequence[RunStats], baseline: str) -> list[list[Any]]:
     """Table rows: contender × (first run, rerun)."""
-    base = {label: _median(getattr(s, label), "seconds") for s in stats if s.name == baseline
-            for label in ("first", "rerun")}
+    base = {
+        label: _median(getattr(s, label), "seconds")
+        for s in stats
+        if s.name == baseline
+        for label in ("first", "rerun")
+    }
     rows = []
     for s in stats:
         commits = sorted({c for c, _ in s.commits}), sorted({r for _, r in s.commits})
@@ -432,29 +505,59 @@ def run_rows(stats: Sequence[RunStats], baseline: str) -> list[list[Any]]:
                 continue
             cpu = _median(samples, "cpu")
             ratio = f"{median / base[label]:.2f}×" if base.get(label) else "—"
-            made = ("—" if s.name == API else
-                    ",".join(map(str, commits[0])) if label == "first"
-                    else "+" + ",".join(map(str, commits[1])))
-            evaluated = (",".join(map(str, checks[0])) + " (" + ",".join(map(str, checks[1]))
-                         + " failed)") if label == "first" else ""
-            rows.append([s.name, title, median,
-                         f"{min(x.seconds for x in samples):.3f}–"
-                         f"{max(x.seconds for x in samples):.3f}", ratio,
-                         "—" if cpu != cpu else cpu, _median(samples, "peak_mb"), made,
-                         evaluated])
+            made = (
+                "—"
+                if s.name == API
+                else ",".join(map(str, commits[0]))
+                if label == "first"
+                else "+" + ",".join(map(str, commits[1]))
+            )
+            evaluated = (
+                (",".join(map(str, checks[0])) + " (" + ",".join(map(str, checks[1])) + " failed)")
+                if label == "first"
+                else ""
+            )
+            rows.append(
+                [
+                    s.name,
+                    title,
+                    median,
+                    f"{min(x.seconds for x in samples):.3f}–{max(x.seconds for x in samples):.3f}",
+                    ratio,
+                    "—" if cpu != cpu else cpu,
+                    _median(samples, "peak_mb"),
+                    made,
+                    evaluated,
+                ]
+            )
     return rows
 
 
-RUN_HEADERS = ["command", "run", "median s", "min–max s", "× in-process", "CPU s",
-               "peak RSS MiB", "Delta commits", "checks evaluated"]
+RUN_HEADERS = [
+    "command",
+    "run",
+    "median s",
+    "min–max s",
+    "× in-process",
+    "CPU s",
+    "peak RSS MiB",
+    "Delta commits",
+    "checks evaluated",
+]
 
 
 def _failures(stats: Sequence[RunStats]) -> list[str]:
     lines = []
     for s in stats:
         for failure in s.failures[:2]:
-            lines += [f"- **{s.name}**: {len(s.failures)} failed command(s); the first:", "",
-                      "```", failure.strip(), "```", ""]
+            lines += [
+                f"- **{s.name}**: {len(s.failures)} failed command(s); the first:",
+                "",
+                "```",
+                failure.strip(),
+                "```",
+                "",
+            ]
             break
     return lines
 
@@ -472,6 +575,7 @@ def medians(stats: Sequence[RunStats]) -> dict[str, dict[str, float]]:
 
 # --------------------------------------------------------------------------- the family
 
+
 def run_family(repetitions: int, short_repetitions: int) -> tuple[str, dict[str, Any]]:
     """F1–F3: the markdown section (without its ## heading) and the numbers for targets."""
     load_before = os.getloadavg()
@@ -481,22 +585,47 @@ def run_family(repetitions: int, short_repetitions: int) -> tuple[str, dict[str,
         template = home_template(work)
         dg_cli, dagster_cli = str(BIN / "dg"), str(BIN / "dagster")
         one = ("--assets", "orders", "--partition", KEYS[0])
-        span = ("--assets", ",".join(RANGE_ASSETS), "--partition-range",
-                f"{KEYS[0]}...{KEYS[-1]}")
+        span = ("--assets", ",".join(RANGE_ASSETS), "--partition-range", f"{KEYS[0]}...{KEYS[-1]}")
         # Untimed: what the runs import beyond the code location gets its bytecode cached.
-        run_launches([Launch("warm-up", (dg_cli, "launch", *span, "--config-json",
-                                         MULTIPROCESS))], 1, work, template)
-        one_stats = run_launches([
-            Launch(IN_PROCESS, (dg_cli, "launch", *one)),
-            Launch(MULTI, (dg_cli, "launch", *one, "--config-json", MULTIPROCESS)),
-            Launch(NO_DG, (dagster_cli, "asset", "materialize", "--select", "orders",
-                           "--partition", KEYS[0], "-m", "idem_assets.definitions")),
-        ], repetitions, work, template)
+        run_launches(
+            [Launch("warm-up", (dg_cli, "launch", *span, "--config-json", MULTIPROCESS))],
+            1,
+            work,
+            template,
+        )
+        one_stats = run_launches(
+            [
+                Launch(IN_PROCESS, (dg_cli, "launch", *one)),
+                Launch(MULTI, (dg_cli, "launch", *one, "--config-json", MULTIPROCESS)),
+                Launch(
+                    NO_DG,
+                    (
+                        dagster_cli,
+                        "asset",
+                        "materialize",
+                        "--select",
+                        "orders",
+                        "--partition",
+                        KEYS[0],
+                        "-m",
+                        "idem_assets.definitions",
+                    ),
+                ),
+            ],
+            repetitions,
+            work,
+            template,
+        )
         one_stats.append(run_api(repetitions, work, template))
-        range_stats = run_launches([
-            Launch(IN_PROCESS, (dg_cli, "launch", *span)),
-            Launch(MULTI, (dg_cli, "launch", *span, "--config-json", MULTIPROCESS)),
-        ], repetitions, work, template)
+        range_stats = run_launches(
+            [
+                Launch(IN_PROCESS, (dg_cli, "launch", *span)),
+                Launch(MULTI, (dg_cli, "launch", *span, "--config-json", MULTIPROCESS)),
+            ],
+            repetitions,
+            work,
+            template,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
@@ -506,30 +635,38 @@ def run_family(repetitions: int, short_repetitions: int) -> tuple[str, dict[str,
     cli, api = one_numbers["first"].get(IN_PROCESS), one_numbers["first"].get(API)
     split = ""
     if cli and api:
-        split = (f"- where the in-process first run's {cli:.2f} s go (differences of medians, "
-                 f"as noisy as they are): importing the code "
-                 f"location {now_import:.2f} s (F1), the run itself {api:.2f} s (Python API), "
-                 f"the rest {cli - now_import - api:.2f} s is the CLI's own start (dg's and "
-                 "Dagster's imports, the instance, loading the workspace) and process exit.")
+        split = (
+            f"- where the in-process first run's {cli:.2f} s go (differences of medians, "
+            f"as noisy as they are): importing the code "
+            f"location {now_import:.2f} s (F1), the run itself {api:.2f} s (Python API), "
+            f"the rest {cli - now_import - api:.2f} s is the CLI's own start (dg's and "
+            "Dagster's imports, the instance, loading the workspace) and process exit."
+        )
     md = [
         f"Tree measured: {tree_state()}. Load average (1 min) {load_before[0]:.2f} before, "
         f"{load_after[0]:.2f} after, on 2 cores shared with other work: expect ±10–20% "
         "between runs of this family; the medians are what to compare. Every child caches "
         "its bytecode under benchmarks/.data/pycache (`PYTHONPYCACHEPREFIX`), compiled "
-        "before the first sample for both trees, as an installed project has it.", "",
+        "before the first sample for both trees, as an installed project has it.",
+        "",
         import_md,
-        f"### F2. One partition of orders ({KEYS[0]}) with its checks, from the CLI", "",
+        f"### F2. One partition of orders ({KEYS[0]}) with its checks, from the CLI",
+        "",
         f"`dg launch --assets orders --partition {KEYS[0]}` from the project root; the old "
         f"way adds `--config-json '{MULTIPROCESS}'`. Samples per contender: {repetitions}.",
         "",
-        table(RUN_HEADERS, run_rows(one_stats, IN_PROCESS)), "",
+        table(RUN_HEADERS, run_rows(one_stats, IN_PROCESS)),
+        "",
         *([split, ""] if split else []),
         f"### F3. Three days ({KEYS[0]}…{KEYS[-1]}) of {', '.join(RANGE_ASSETS)} with every "
-        "check, from the CLI", "",
+        "check, from the CLI",
+        "",
         f"`dg launch --assets {','.join(RANGE_ASSETS)} --partition-range "
         f"{KEYS[0]}...{KEYS[-1]}` (one run for the range); the old way adds the same "
-        f"`--config-json`. Samples per contender: {repetitions}.", "",
-        table(RUN_HEADERS, run_rows(range_stats, IN_PROCESS)), "",
+        f"`--config-json`. Samples per contender: {repetitions}.",
+        "",
+        table(RUN_HEADERS, run_rows(range_stats, IN_PROCESS)),
+        "",
         *_failures([*one_stats, *range_stats]),
     ]
     numbers = {"import": import_numbers, "one": one_numbers, "range": range_numbers}
@@ -539,12 +676,19 @@ def run_family(repetitions: int, short_repetitions: int) -> tuple[str, dict[str,
 def plot_groups(numbers: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Bar groups for results/fast_runs.png: now, the old way, the floor."""
     imports = numbers["import"]
-    groups = {"import (F1)": {"now": imports[NOW]["wall"], "old way": imports[OLD]["wall"],
-                              "floor: import dagster": imports[FLOOR]["wall"]}}
+    groups = {
+        "import (F1)": {
+            "now": imports[NOW]["wall"],
+            "old way": imports[OLD]["wall"],
+            "floor: import dagster": imports[FLOOR]["wall"],
+        }
+    }
     for case, title in (("one", "1 partition (F2)"), ("range", "3-day range (F3)")):
         for label, run in (("first", "first run"), ("rerun", "rerun")):
             values = numbers[case][label]
             groups[f"{title}, {run}"] = {
-                name: values[key] for name, key in (("now", IN_PROCESS), ("old way", MULTI))
-                if key in values}
+                name: values[key]
+                for name, key in (("now", IN_PROCESS), ("old way", MULTI))
+                if key in values
+            }
     return groups

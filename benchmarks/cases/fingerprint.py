@@ -53,8 +53,12 @@ def prepare_check(path: str, workdir: str) -> dict[str, Any]:
 
     root = Path(workdir)
     shutil.rmtree(root, ignore_errors=True)
-    spec = WriteSpec(strategy="overwrite", natural_key=("order_id",),
-                     version_column="updated_at", partition_column="order_date")
+    spec = WriteSpec(
+        strategy="overwrite",
+        natural_key=("order_id",),
+        version_column="updated_at",
+        partition_column="order_date",
+    )
     window = Window(DAY, DAY + dt.timedelta(days=1))
     target = LakeTable(str(root / "orders"))
     data = pq.read_table(path)
@@ -80,8 +84,12 @@ def prepare_write(path: str, workdir: str) -> dict[str, Any]:
     root = Path(workdir)
     shutil.rmtree(root, ignore_errors=True)
     return {
-        "spec": WriteSpec(strategy="overwrite", natural_key=("order_id",),
-                          version_column="updated_at", partition_column="order_date"),
+        "spec": WriteSpec(
+            strategy="overwrite",
+            natural_key=("order_id",),
+            version_column="updated_at",
+            partition_column="order_date",
+        ),
         "window": Window(DAY, DAY + dt.timedelta(days=1)),
         "target": LakeTable(str(root / "orders")),
         "data": pq.read_table(path),
@@ -92,8 +100,9 @@ def run_write(state: dict[str, Any]) -> dict[str, Any]:
     """Dedupe + overwrite of the day (what the IO manager does, minus tracking)."""
     from idem_assets.io_manager import prepare, write
 
-    result = write(state["spec"], state["target"], prepare(state["spec"], state["data"]),
-                   state["window"])
+    result = write(
+        state["spec"], state["target"], prepare(state["spec"], state["data"]), state["window"]
+    )
     return {"committed": result.committed}
 
 
@@ -101,25 +110,38 @@ def run(scale: float, repetitions: int) -> tuple[str, dict[str, Any]]:
     """Case 4 on lineitem (hash throughput) and orders (check vs write)."""
     lineitem = str(tpch("lineitem", scale))
     rows = pq.read_metadata(lineitem).num_rows
-    hashing = compare([
-        Contender("pandas hash_pandas_object + xor", prepare_pandas, run_pandas, (lineitem,)),
-        Contender("ours (fingerprint)", prepare_table, run_ours, (lineitem,)),
-    ], repetitions)
+    hashing = compare(
+        [
+            Contender("pandas hash_pandas_object + xor", prepare_pandas, run_pandas, (lineitem,)),
+            Contender("ours (fingerprint)", prepare_table, run_ours, (lineitem,)),
+        ],
+        repetitions,
+    )
     orders = str(orders_day_file(scale))
     work = tempfile.mkdtemp(prefix="bench-fp-")
-    check = compare([
-        Contender("first write of the day", prepare_write, run_write, (orders, f"{work}/w")),
-        Contender("rerun_equality check", prepare_check, run_check, (orders, f"{work}/c")),
-    ], repetitions)
+    check = compare(
+        [
+            Contender("first write of the day", prepare_write, run_write, (orders, f"{work}/w")),
+            Contender("rerun_equality check", prepare_check, run_check, (orders, f"{work}/c")),
+        ],
+        repetitions,
+    )
     shutil.rmtree(work, ignore_errors=True)
     pandas_s, ours_s = hashing[0].median, hashing[1].median
     md = [
-        f"### 4. Fingerprint of {rows:,} rows (TPC-H lineitem SF{scale:g}, 16 columns)", "",
-        table(TIMING_HEADERS, timing_rows(hashing, "pandas hash_pandas_object + xor")), "",
+        f"### 4. Fingerprint of {rows:,} rows (TPC-H lineitem SF{scale:g}, 16 columns)",
+        "",
+        table(TIMING_HEADERS, timing_rows(hashing, "pandas hash_pandas_object + xor")),
+        "",
         f"Throughput: ours {rows / ours_s / 1e6:,.1f} M rows/s vs pandas "
-        f"{rows / pandas_s / 1e6:,.1f} M rows/s (**{pandas_s / ours_s:.1f}×**).", "",
-        "The rerun_equality check against the write it verifies (orders day):", "",
-        table(TIMING_HEADERS, timing_rows(check, "first write of the day")), "",
+        f"{rows / pandas_s / 1e6:,.1f} M rows/s (**{pandas_s / ours_s:.1f}×**).",
+        "",
+        "The rerun_equality check against the write it verifies (orders day):",
+        "",
+        table(TIMING_HEADERS, timing_rows(check, "first write of the day")),
+        "",
     ]
-    return "\n".join(md), {"hash": {s.name: s.median for s in hashing},
-                           "check": {s.name: s.median for s in check}}
+    return "\n".join(md), {
+        "hash": {s.name: s.median for s in hashing},
+        "check": {s.name: s.median for s in check},
+    }

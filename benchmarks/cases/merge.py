@@ -34,8 +34,9 @@ def base_table(n: int) -> str:
 
 def _restore(uri: str) -> None:
     table = DeltaTable(uri)
-    base = (Path(uri) / "base_version").read_text() if (Path(uri) / "base_version").exists() \
-        else None
+    base = (
+        (Path(uri) / "base_version").read_text() if (Path(uri) / "base_version").exists() else None
+    )
     if base is None:
         (Path(uri) / "base_version").write_text(str(table.version()))
         return
@@ -59,8 +60,13 @@ def run_ours(state: dict[str, Any]) -> dict[str, Any]:
     """Our merge_upsert."""
     from idem_assets.lake import LakeTable, merge_upsert
 
-    result = merge_upsert(LakeTable(state["uri"]), state["changes"], ["customer_id"],
-                          version_column="updated_at", prune_columns=["customer_id"])
+    result = merge_upsert(
+        LakeTable(state["uri"]),
+        state["changes"],
+        ["customer_id"],
+        version_column="updated_at",
+        prune_columns=["customer_id"],
+    )
     return {"committed": result.committed, "files_scanned": result.details.get("files_scanned")}
 
 
@@ -68,9 +74,15 @@ def run_plain(state: dict[str, Any]) -> dict[str, Any]:
     """MERGE on the key only, everything updated and inserted."""
     metrics = (
         DeltaTable(state["uri"])
-        .merge(state["changes"], predicate="t.customer_id = s.customer_id",
-               source_alias="s", target_alias="t")
-        .when_matched_update_all().when_not_matched_insert_all().execute()
+        .merge(
+            state["changes"],
+            predicate="t.customer_id = s.customer_id",
+            source_alias="s",
+            target_alias="t",
+        )
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
     )
     return {"committed": True, "files_scanned": metrics.get("num_target_files_scanned")}
 
@@ -79,8 +91,11 @@ def verify(state: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
     """New versions and files rewritten by the timed merge (read after the timer)."""
     table = DeltaTable(state["uri"])
     new_versions = table.version() - state["before"]
-    removed = (int(table.history(1)[0].get("operationMetrics", {})
-                   .get("num_target_files_removed", 0)) if new_versions else 0)
+    removed = (
+        int(table.history(1)[0].get("operationMetrics", {}).get("num_target_files_removed", 0))
+        if new_versions
+        else 0
+    )
     return {"new_versions": new_versions, "rewritten": removed}
 
 
@@ -91,34 +106,66 @@ def run(sizes: tuple[int, ...], repetitions: int) -> tuple[str, dict[str, Any]]:
     for shape in ("clustered", "random"):
         for n in sizes:
             clustered = shape == "clustered"
-            stats = compare([
-                Contender("ours (merge_upsert)", prepare, run_ours, (n, clustered, False),
-                          verify),
-                Contender("hand-made upsert", prepare, run_plain, (n, clustered, False),
-                          verify),
-                Contender("ours rerun (same batch)", prepare, run_ours, (n, clustered, True),
-                          verify),
-            ], repetitions)
+            stats = compare(
+                [
+                    Contender(
+                        "ours (merge_upsert)", prepare, run_ours, (n, clustered, False), verify
+                    ),
+                    Contender(
+                        "hand-made upsert", prepare, run_plain, (n, clustered, False), verify
+                    ),
+                    Contender(
+                        "ours rerun (same batch)", prepare, run_ours, (n, clustered, True), verify
+                    ),
+                ],
+                repetitions,
+            )
             for s in stats:
                 rows.append(_row(shape, n, s))
                 numbers[f"{shape}/{n}/{s.name}"] = s.median
     md = [
-        "### 3. MERGE of 1% changed keys into customers (files of 100k ids)", "",
-        table(["changes", "table rows", "contender", "median s", "min–max s", "peak RSS MiB",
-               "files scanned", "files rewritten", "new versions"], rows), "",
+        "### 3. MERGE of 1% changed keys into customers (files of 100k ids)",
+        "",
+        table(
+            [
+                "changes",
+                "table rows",
+                "contender",
+                "median s",
+                "min–max s",
+                "peak RSS MiB",
+                "files scanned",
+                "files rewritten",
+                "new versions",
+            ],
+            rows,
+        ),
+        "",
     ]
     for shape in ("clustered", "random"):
         if len(sizes) >= 2:
             small, large = sizes[0], sizes[-1]
-            ratio = (numbers[f"{shape}/{large}/ours (merge_upsert)"]
-                     / numbers[f"{shape}/{small}/ours (merge_upsert)"])
-            md.append(f"- {shape}: ours at {large:,} rows costs {ratio:.2f}× its cost at "
-                      f"{small:,} rows.")
+            ratio = (
+                numbers[f"{shape}/{large}/ours (merge_upsert)"]
+                / numbers[f"{shape}/{small}/ours (merge_upsert)"]
+            )
+            md.append(
+                f"- {shape}: ours at {large:,} rows costs {ratio:.2f}× its cost at {small:,} rows."
+            )
     md.append("")
     return "\n".join(md), numbers
 
 
 def _row(shape: str, n: int, s: Stats) -> list[Any]:
     low, high = s.spread
-    return [shape, n, s.name, s.median, f"{low:.3f}–{high:.3f}", s.rss,
-            s.last("files_scanned", "—"), s.last("rewritten", "—"), s.last("new_versions")]
+    return [
+        shape,
+        n,
+        s.name,
+        s.median,
+        f"{low:.3f}–{high:.3f}",
+        s.rss,
+        s.last("files_scanned", "—"),
+        s.last("rewritten", "—"),
+        s.last("new_versions"),
+    ]

@@ -30,8 +30,9 @@ _BATCH_ROWS = 131_072
 
 def _with_day(batch: pa.RecordBatch) -> pa.RecordBatch:
     days = pa.array([DAY] * batch.num_rows, pa.date32())
-    return pa.RecordBatch.from_arrays([*batch.columns, days],
-                                      names=[*batch.schema.names, "ship_day"])
+    return pa.RecordBatch.from_arrays(
+        [*batch.columns, days], names=[*batch.schema.names, "ship_day"]
+    )
 
 
 def _batches(path: Path, times: int) -> Iterator[pa.RecordBatch]:
@@ -50,19 +51,33 @@ def prepare(scale: float, workdir: str, mode: str, times: int = 1) -> dict[str, 
     path = tpch("lineitem", scale)
     lake = LakeResource(landing_dir=str(root / "landing"), lake_dir=str(root / "lake"))
     manager = IdempotentDeltaIOManager(
-        lake=lake, checkpoint=CheckpointResource(url=f"sqlite:///{root / 'state.db'}"))
-    spec = WriteSpec(strategy="overwrite", partition_column="ship_day",
-                     natural_key=("l_orderkey", "l_linenumber"), dedupe=False)
+        lake=lake, checkpoint=CheckpointResource(url=f"sqlite:///{root / 'state.db'}")
+    )
+    spec = WriteSpec(
+        strategy="overwrite",
+        partition_column="ship_day",
+        natural_key=("l_orderkey", "l_linenumber"),
+        dedupe=False,
+    )
 
     def context() -> dg.OutputContext:
         return dg.build_output_context(
-            asset_key=dg.AssetKey("lineitem"), partition_key=DAY.isoformat(),
-            asset_partitions_def=PARTITIONS, definition_metadata=spec.to_metadata(),
-            run_id=str(uuid.uuid4()))
+            asset_key=dg.AssetKey("lineitem"),
+            partition_key=DAY.isoformat(),
+            asset_partitions_def=PARTITIONS,
+            definition_metadata=spec.to_metadata(),
+            run_id=str(uuid.uuid4()),
+        )
 
     schema = _with_day(next(pq.ParquetFile(path).iter_batches(batch_size=1))).schema
-    state: dict[str, Any] = {"manager": manager, "context": context(), "path": path,
-                             "schema": schema, "times": times, "mode": mode}
+    state: dict[str, Any] = {
+        "manager": manager,
+        "context": context(),
+        "path": path,
+        "schema": schema,
+        "times": times,
+        "mode": mode,
+    }
     if mode == "table":
         state["data"] = pa.Table.from_batches(list(_batches(path, times)), schema)
     return state
@@ -73,8 +88,9 @@ def run(state: dict[str, Any]) -> dict[str, Any]:
     if state["mode"] == "table":
         obj: Any = state["data"]
     else:
-        obj = pa.RecordBatchReader.from_batches(state["schema"],
-                                                _batches(state["path"], state["times"]))
+        obj = pa.RecordBatchReader.from_batches(
+            state["schema"], _batches(state["path"], state["times"])
+        )
     state["manager"].handle_output(state["context"], obj)
     return {}
 
@@ -83,24 +99,36 @@ def run_case(scale: float, repetitions: int) -> tuple[str, dict[str, Any]]:
     """Case 1b."""
     rows = int(pq.read_metadata(tpch("lineitem", scale)).num_rows)
     work = tempfile.mkdtemp(prefix="bench-stream-")
-    stats = compare([
-        Contender(f"table of {rows:,} rows (day in memory)", prepare, run,
-                  (scale, f"{work}/a", "table")),
-        Contender(f"stream of {rows:,} rows", prepare, run, (scale, f"{work}/b", "stream")),
-        Contender(f"stream of {3 * rows:,} rows (3×)", prepare, run,
-                  (scale, f"{work}/c", "stream", 3)),
-    ], repetitions)
+    stats = compare(
+        [
+            Contender(
+                f"table of {rows:,} rows (day in memory)",
+                prepare,
+                run,
+                (scale, f"{work}/a", "table"),
+            ),
+            Contender(f"stream of {rows:,} rows", prepare, run, (scale, f"{work}/b", "stream")),
+            Contender(
+                f"stream of {3 * rows:,} rows (3×)", prepare, run, (scale, f"{work}/c", "stream", 3)
+            ),
+        ],
+        repetitions,
+    )
     shutil.rmtree(work, ignore_errors=True)
     loaded, streamed, tripled = stats
     md = [
         f"### 1b. A day written as a table or as a record-batch stream (TPC-H lineitem "
-        f"SF{scale:g}, through the IO manager)", "",
-        table(TIMING_HEADERS, timing_rows(stats, loaded.name)), "",
+        f"SF{scale:g}, through the IO manager)",
+        "",
+        table(TIMING_HEADERS, timing_rows(stats, loaded.name)),
+        "",
         f"Peak memory: the loaded table {loaded.rss:,.0f} MiB, the stream "
         f"{streamed.rss:,.0f} MiB, three times the rows streamed {tripled.rss:,.0f} MiB. "
         "The loaded table's time excludes reading the file (done before the timer); the "
-        "streams read it inside the timed call.", "",
+        "streams read it inside the timed call.",
+        "",
     ]
-    return "\n".join(md), {"seconds": {s.name: s.median for s in stats},
-                           "rss": {"table": loaded.rss, "stream": streamed.rss,
-                                   "stream_3x": tripled.rss}}
+    return "\n".join(md), {
+        "seconds": {s.name: s.median for s in stats},
+        "rss": {"table": loaded.rss, "stream": streamed.rss, "stream_3x": tripled.rss},
+    }

@@ -95,7 +95,7 @@ def redact_url(url: str) -> str:
 
 def sqlite_path(url: str) -> Path:
     """The database file of a `sqlite:///relative.db` or `sqlite:////absolute.db` URL."""
-    path = url[len(SQLITE_PREFIX):]
+    path = url[len(SQLITE_PREFIX) :]
     if not path or path == ":memory:" or path.startswith("file:"):
         raise CheckpointInputError(
             f"checkpoint url {url!r} must name a database file: an in-memory store is not durable"

@@ -86,8 +86,9 @@ class Retryable(NamedTuple):
     next_attempt_at: float
 
 
-def backoff_seconds(attempts: int, base: float = BACKOFF_BASE_SECONDS,
-                    cap: float = BACKOFF_MAX_SECONDS) -> float:
+def backoff_seconds(
+    attempts: int, base: float = BACKOFF_BASE_SECONDS, cap: float = BACKOFF_MAX_SECONDS
+) -> float:
     """Exponential backoff after the given attempt number: base, 2*base, 4*base ... up to cap."""
     return min(cap, base * 2.0 ** max(0, attempts - 1))
 

@@ -20,8 +20,12 @@ from idem_assets.checkpoint.model import (
 )
 
 
-def registration_rows(scope: str, records: Iterable[tuple[str, Mapping[str, Any] | None]],
-                      max_attempts: int, now: float) -> list[dict[str, Any]]:
+def registration_rows(
+    scope: str,
+    records: Iterable[tuple[str, Mapping[str, Any] | None]],
+    max_attempts: int,
+    now: float,
+) -> list[dict[str, Any]]:
     """Parameter rows for `register`; a record listed twice must carry the same payload."""
     seen: dict[str, str | None] = {}
     rows: list[dict[str, Any]] = []
@@ -41,8 +45,15 @@ def registration_rows(scope: str, records: Iterable[tuple[str, Mapping[str, Any]
                 )
             continue
         seen[record_id] = payload
-        rows.append({"scope": scope, "record_id": record_id, "max_attempts": max_attempts,
-                     "now": now, "payload": payload})
+        rows.append(
+            {
+                "scope": scope,
+                "record_id": record_id,
+                "max_attempts": max_attempts,
+                "now": now,
+                "payload": payload,
+            }
+        )
     return rows
 
 
@@ -54,8 +65,10 @@ def error_texts(error: str | BaseException, traceback: str | None) -> tuple[str,
         error = f"{type(error).__name__}: {error}"
     if not isinstance(error, str) or not error:
         raise CheckpointInputError(f"error must be a non-empty string or an exception: {error!r}")
-    return (bound_text(error, MAX_ERROR_CHARS),
-            bound_text(traceback, MAX_TRACEBACK_CHARS, keep_tail=True))
+    return (
+        bound_text(error, MAX_ERROR_CHARS),
+        bound_text(traceback, MAX_TRACEBACK_CHARS, keep_tail=True),
+    )
 
 
 def reason_text(reason: object) -> str:
@@ -88,12 +101,41 @@ def status_value(value: Status | str) -> str:
 
 def tracker_from_row(row: tuple[Any, ...]) -> Tracker:
     """A Tracker from a row in the column order of `sql.GET`."""
-    (scope, record_id, status, attempts, max_attempts, redrive_count, owner, token, expires,
-     next_at, created, updated, error, traceback, reason, payload, result) = row
+    (
+        scope,
+        record_id,
+        status,
+        attempts,
+        max_attempts,
+        redrive_count,
+        owner,
+        token,
+        expires,
+        next_at,
+        created,
+        updated,
+        error,
+        traceback,
+        reason,
+        payload,
+        result,
+    ) = row
     return Tracker(
-        scope=scope, record_id=record_id, status=Status(status), attempts=attempts,
-        max_attempts=max_attempts, redrive_count=redrive_count, lease_owner=owner,
-        lease_token=token, lease_expires_at=expires, next_attempt_at=next_at,
-        created_at=created, updated_at=updated, last_error=error, last_traceback=traceback,
-        ignored_reason=reason, payload=decode_json(payload), result=decode_json(result),
+        scope=scope,
+        record_id=record_id,
+        status=Status(status),
+        attempts=attempts,
+        max_attempts=max_attempts,
+        redrive_count=redrive_count,
+        lease_owner=owner,
+        lease_token=token,
+        lease_expires_at=expires,
+        next_attempt_at=next_at,
+        created_at=created,
+        updated_at=updated,
+        last_error=error,
+        last_traceback=traceback,
+        ignored_reason=reason,
+        payload=decode_json(payload),
+        result=decode_json(result),
     )

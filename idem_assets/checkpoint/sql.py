@@ -109,29 +109,42 @@ _HELD = """
 WHERE scope = :scope AND record_id = :record_id
     AND lease_token = :token AND status = 'in_progress'"""
 
-EXTEND = """
+EXTEND = (
+    """
 UPDATE checkpoint_trackers SET
-    lease_expires_at = :expires, next_attempt_at = :expires, updated_at = :now""" + _HELD
+    lease_expires_at = :expires, next_attempt_at = :expires, updated_at = :now"""
+    + _HELD
+)
 
-SUCCEED = """
+SUCCEED = (
+    """
 UPDATE checkpoint_trackers SET
     status = 'succeeded', result = :result, lease_expires_at = NULL,
-    next_attempt_at = NULL, updated_at = :now""" + _HELD
+    next_attempt_at = NULL, updated_at = :now"""
+    + _HELD
+)
 
 # A final error (retrying cannot help) exhausts the record at once.
-FAIL = """
+FAIL = (
+    """
 UPDATE checkpoint_trackers SET
     status = CASE WHEN attempts >= max_attempts OR :final THEN 'exhausted' ELSE 'failed' END,
     next_attempt_at = CASE WHEN attempts >= max_attempts OR :final THEN NULL ELSE :retry_at END,
     last_error = :error, last_traceback = :traceback,
-    lease_expires_at = NULL, updated_at = :now""" + _HELD + """
+    lease_expires_at = NULL, updated_at = :now"""
+    + _HELD
+    + """
 RETURNING status"""
+)
 
 # Giving a record back undoes the attempt its claim counted.
-RELEASE = """
+RELEASE = (
+    """
 UPDATE checkpoint_trackers SET
     status = 'pending', attempts = attempts - 1, lease_expires_at = NULL,
-    next_attempt_at = :now, updated_at = :now""" + _HELD
+    next_attempt_at = :now, updated_at = :now"""
+    + _HELD
+)
 
 # A live lease means a worker may be mid side effect: it is not ours to overrule.
 IGNORE = """
@@ -146,11 +159,16 @@ _ANY_SCOPE = "(CAST(:scope AS TEXT) IS NULL OR scope = :scope)"
 _ANY_RECORD = """(CAST(:record_ids AS TEXT) IS NULL
         OR record_id IN (SELECT value FROM {json_array:record_ids}))"""
 
-REDRIVE = """
+REDRIVE = (
+    """
 UPDATE checkpoint_trackers SET
     status = 'pending', attempts = 0, redrive_count = redrive_count + 1,
     next_attempt_at = :now, updated_at = :now
-WHERE status = 'exhausted' AND """ + _ANY_SCOPE + " AND " + _ANY_RECORD
+WHERE status = 'exhausted' AND """
+    + _ANY_SCOPE
+    + " AND "
+    + _ANY_RECORD
+)
 
 _ONE_RECORD = """
 WHERE scope = :scope AND record_id = :record_id"""
@@ -160,8 +178,16 @@ _ANY_STATUS = """(CAST(:statuses AS TEXT) IS NULL
 GET = _SELECT_TRACKERS + _ONE_RECORD
 _ANY_PREFIX = """(CAST(:prefix AS TEXT) IS NULL
         OR substr(record_id, 1, length(CAST(:prefix AS TEXT))) = :prefix)"""
-LIST = (_SELECT_TRACKERS + "\nWHERE " + _ANY_SCOPE + " AND " + _ANY_STATUS + " AND "
-        + _ANY_PREFIX + "\nORDER BY scope, record_id")
+LIST = (
+    _SELECT_TRACKERS
+    + "\nWHERE "
+    + _ANY_SCOPE
+    + " AND "
+    + _ANY_STATUS
+    + " AND "
+    + _ANY_PREFIX
+    + "\nORDER BY scope, record_id"
+)
 
 COUNTS = """
 SELECT status, COUNT(*) FROM checkpoint_trackers WHERE scope = :scope GROUP BY status"""

@@ -83,8 +83,12 @@ class CheckpointStore:
     def __enter__(self) -> CheckpointStore:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     def close(self) -> None:
@@ -110,8 +114,13 @@ class CheckpointStore:
                     f"up to {sql.SCHEMA_VERSION}: upgrade the code before using this store"
                 )
 
-    def register(self, scope: str, records: Iterable[tuple[str, Mapping[str, Any] | None]], *,
-                 max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> int:
+    def register(
+        self,
+        scope: str,
+        records: Iterable[tuple[str, Mapping[str, Any] | None]],
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> int:
         """Add a pending tracker per new record; existing trackers are never changed.
 
         Returns how many trackers were new. All records are added in one transaction.
@@ -127,8 +136,15 @@ class CheckpointStore:
             cursor.executemany(self._sql(sql.REGISTER), rows)
             return int(cursor.rowcount)
 
-    def claim(self, scope: str, owner: str, *, lease_seconds: float, limit: int | None = None,
-              record_ids: Iterable[str] | None = None) -> list[Claim]:
+    def claim(
+        self,
+        scope: str,
+        owner: str,
+        *,
+        lease_seconds: float,
+        limit: int | None = None,
+        record_ids: Iterable[str] | None = None,
+    ) -> list[Claim]:
         """Lease up to `limit` due records of `scope` to `owner`, counting one attempt each.
 
         Due means pending, failed past its backoff, or in_progress past its lease. A due record
@@ -140,7 +156,10 @@ class CheckpointStore:
         lease = require_seconds("lease_seconds", lease_seconds, positive=True)
         now = self._now()
         params: dict[str, Any] = {
-            "scope": scope, "owner": owner, "token": uuid.uuid4().hex, "now": now,
+            "scope": scope,
+            "owner": owner,
+            "token": uuid.uuid4().hex,
+            "now": now,
             "expires": now + lease,
             "limit": self._dialect.no_limit if limit is None else require_count("limit", limit),
         }
@@ -154,9 +173,16 @@ class CheckpointStore:
         with self._transaction():
             rows = self._run(statement, params).fetchall()
         claims = [
-            Claim(scope=scope, record_id=record_id, owner=owner, lease_token=params["token"],
-                  attempts=attempts, max_attempts=max_attempts, lease_expires_at=expires,
-                  payload=decode_json(payload))
+            Claim(
+                scope=scope,
+                record_id=record_id,
+                owner=owner,
+                lease_token=params["token"],
+                attempts=attempts,
+                max_attempts=max_attempts,
+                lease_expires_at=expires,
+                payload=decode_json(payload),
+            )
             for record_id, status, attempts, max_attempts, expires, payload in rows
             if status == Status.IN_PROGRESS
         ]
@@ -179,21 +205,32 @@ class CheckpointStore:
         if not _finished_by(current, claim, {Status.SUCCEEDED}):
             raise self._lease_lost(claim, current)
 
-    def fail(self, claim: Claim, error: str | BaseException, traceback: str | None = None, *,
-             retry_in_seconds: float | None = None, final: bool = False) -> Status:
+    def fail(
+        self,
+        claim: Claim,
+        error: str | BaseException,
+        traceback: str | None = None,
+        *,
+        retry_in_seconds: float | None = None,
+        final: bool = False,
+    ) -> Status:
         """Record a failed attempt: failed (retry after a backoff) or exhausted at max_attempts.
 
         `error` may be an exception (its type, message and traceback are kept). Without
         `retry_in_seconds` the backoff doubles per attempt (see `backoff_seconds`). A
         `final` error (one no retry can fix) exhausts the record straight away.
         """
-        delay = (backoff_seconds(claim.attempts) if retry_in_seconds is None
-                 else require_seconds("retry_in_seconds", retry_in_seconds, positive=False))
+        delay = (
+            backoff_seconds(claim.attempts)
+            if retry_in_seconds is None
+            else require_seconds("retry_in_seconds", retry_in_seconds, positive=False)
+        )
         error_text, traceback_text = error_texts(error, traceback)
         now = self._now()
         params = self._held_params(claim, now)
-        params.update(retry_at=now + delay, error=error_text, traceback=traceback_text,
-                      final=bool(final))
+        params.update(
+            retry_at=now + delay, error=error_text, traceback=traceback_text, final=bool(final)
+        )
         with self._transaction():
             row = self._run(sql.FAIL, params).fetchone()
         if row is not None:
@@ -213,10 +250,12 @@ class CheckpointStore:
 
     def ignore(self, scope: str, record_id: str, reason: str) -> None:
         """Decide a record needs nothing (refused under a live lease or after success)."""
-        params = {"scope": require_key("scope", scope),
-                  "record_id": require_key("record_id", record_id),
-                  "reason": reason_text(reason),
-                  "now": self._now()}
+        params = {
+            "scope": require_key("scope", scope),
+            "record_id": require_key("record_id", record_id),
+            "reason": reason_text(reason),
+            "now": self._now(),
+        }
         with self._transaction():
             changed = self._run(sql.IGNORE, params).rowcount
         if changed:
@@ -236,8 +275,11 @@ class CheckpointStore:
         ids = None if record_ids is None else key_list("record_ids", record_ids)
         if ids == []:
             return 0
-        params = {"scope": None if scope is None else require_key("scope", scope),
-                  "record_ids": ids_json(ids), "now": self._now()}
+        params = {
+            "scope": None if scope is None else require_key("scope", scope),
+            "record_ids": ids_json(ids),
+            "now": self._now(),
+        }
         with self._transaction():
             return int(self._run(sql.REDRIVE, params).rowcount)
 
@@ -246,9 +288,12 @@ class CheckpointStore:
         row = self._run(sql.GET, {"scope": scope, "record_id": record_id}).fetchone()
         return None if row is None else tracker_from_row(row)
 
-    def list(self, scope: str | None = None,
-             statuses: Iterable[Status | str] | None = None,
-             prefix: str | None = None) -> list[Tracker]:
+    def list(
+        self,
+        scope: str | None = None,
+        statuses: Iterable[Status | str] | None = None,
+        prefix: str | None = None,
+    ) -> list[Tracker]:
         """Trackers, optionally of one scope, some statuses and a record-id prefix, in order."""
         wanted = None if statuses is None else [status_value(value) for value in statuses]
         if wanted == []:
@@ -298,8 +343,12 @@ class CheckpointStore:
             yield
 
     def _held_params(self, claim: Claim, now: float) -> dict[str, Any]:
-        return {"scope": claim.scope, "record_id": claim.record_id,
-                "token": claim.lease_token, "now": now}
+        return {
+            "scope": claim.scope,
+            "record_id": claim.record_id,
+            "token": claim.lease_token,
+            "now": now,
+        }
 
     def _change_held(self, statement: str, claim: Claim, now: float, **values: Any) -> bool:
         """Apply a change only while `claim` still holds the lease (compare-and-set on token)."""
@@ -320,5 +369,8 @@ class CheckpointStore:
 
 def _finished_by(current: Tracker | None, claim: Claim, statuses: set[Status]) -> bool:
     """True if `claim` itself already made this change: repeating it is a no-op."""
-    return (current is not None and current.lease_token == claim.lease_token
-            and current.status in statuses)
+    return (
+        current is not None
+        and current.lease_token == claim.lease_token
+        and current.status in statuses
+    )

@@ -27,8 +27,14 @@ class SparkWrite:
     conflicting_keys: int
 
 
-def write_spark(spec: WriteSpec, target: LakeTable, frame: Any, window: Window,
-                schema: pa.Schema | None, commit_metadata: Mapping[str, Any]) -> SparkWrite:
+def write_spark(
+    spec: WriteSpec,
+    target: LakeTable,
+    frame: Any,
+    window: Window,
+    schema: pa.Schema | None,
+    commit_metadata: Mapping[str, Any],
+) -> SparkWrite:
     """Write a Spark DataFrame with the spec's strategy; no partition reaches the driver."""
     from idem_assets.spark import (
         dedupe_newest_spark,
@@ -44,21 +50,38 @@ def write_spark(spec: WriteSpec, target: LakeTable, frame: Any, window: Window,
         dropped = conflicts = 0
         if spec.dedupe and spec.natural_key:
             deduped = dedupe_newest_spark(frame, list(spec.natural_key), spec.version_column)
-            frame, dropped, conflicts = (deduped.rows, deduped.duplicates_dropped,
-                                         deduped.conflicting_keys)
+            frame, dropped, conflicts = (
+                deduped.rows,
+                deduped.duplicates_dropped,
+                deduped.conflicting_keys,
+            )
         result = overwrite_partitions_spark(
-            target, frame, spec.partition_column, window.start, window.end, schema=schema,
-            commit_metadata=commit_metadata, cluster_by=spec.natural_key,
+            target,
+            frame,
+            spec.partition_column,
+            window.start,
+            window.end,
+            schema=schema,
+            commit_metadata=commit_metadata,
+            cluster_by=spec.natural_key,
         )
         return SparkWrite(result, dropped, conflicts)
     if spec.strategy == "merge":
         if not spec.version_column:
             raise ValueError("merge on Spark needs a version column")
         result = merge_partitions_spark(
-            target, frame, list(spec.natural_key), spec.version_column, spec.partition_column,
-            schema=schema, commit_metadata=commit_metadata,
+            target,
+            frame,
+            list(spec.natural_key),
+            spec.version_column,
+            spec.partition_column,
+            schema=schema,
+            commit_metadata=commit_metadata,
         )
         details = result.details or {}
-        return SparkWrite(result, int(details.get("duplicates_dropped", 0)),
-                          int(details.get("conflicting_keys", 0)))
+        return SparkWrite(
+            result,
+            int(details.get("duplicates_dropped", 0)),
+            int(details.get("conflicting_keys", 0)),
+        )
     raise ValueError(f"strategy {spec.strategy!r} runs on the local engine only")

@@ -78,8 +78,9 @@ def _arrow_type_of(schema: pa.Schema | None) -> Any:
     return type_of
 
 
-def record_slice(context: dg.OutputContext | dg.InputContext, spec: WriteSpec,
-                 schema: pa.Schema | None) -> PartitionSlice:
+def record_slice(
+    context: dg.OutputContext | dg.InputContext, spec: WriteSpec, schema: pa.Schema | None
+) -> PartitionSlice:
     """What an output's write covers, as conditions and a stable label.
 
     An overwrite covers exactly its partitions of the partition column(s); a merge or a
@@ -111,39 +112,54 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         "tables at <root>/<schema>/<table>. Leave unset to use `lake` instead.",
     )
     storage_options: AzureConfig | S3Config | LocalConfig | GcsConfig = Field(
-        default=LocalConfig(), discriminator="provider",
+        default=LocalConfig(),
+        discriminator="provider",
         description="dagster-deltalake's storage configuration for root_uri (pass "
         "credentials as dg.EnvVar).",
     )
     client_options: ClientConfig | None = Field(
-        default=None, description="dagster-deltalake's http client configuration.")
+        default=None, description="dagster-deltalake's http client configuration."
+    )
     schema_: str | None = Field(
-        default=None, alias="schema",
-        description="Schema (parent folder) of every table, as in dagster-deltalake.")
+        default=None,
+        alias="schema",
+        description="Schema (parent folder) of every table, as in dagster-deltalake.",
+    )
     mode: str = Field(
         default="overwrite",
         description="dagster-deltalake's write mode; only overwrite (replace exactly the "
         "output's partitions, or its table) keeps a rerun from changing anything.",
     )
     writer_engine: str = Field(
-        default="rust", description="Accepted for dagster-deltalake compatibility: deltalake "
-        "1.x writes with its Rust engine whatever this says.")
+        default="rust",
+        description="Accepted for dagster-deltalake compatibility: deltalake "
+        "1.x writes with its Rust engine whatever this says.",
+    )
     overwrite_schema: bool = Field(
-        default=False, description="Let an output change its table's columns (a replace "
-        "overwrites the schema; a partition overwrite adds new columns).")
+        default=False,
+        description="Let an output change its table's columns (a replace "
+        "overwrites the schema; a partition overwrite adds new columns).",
+    )
     table_config: dict[str, str] | None = Field(
-        default=None, description="Delta table configuration set when a table is created.")
+        default=None, description="Delta table configuration set when a table is created."
+    )
     custom_metadata: dict[str, str] | None = Field(
-        default=None, description="Entries added to every commit's metadata.")
+        default=None, description="Entries added to every commit's metadata."
+    )
     writer_properties: dict[str, str] | None = Field(
-        default=None, description="Parquet writer properties (delta-rs WriterProperties).")
+        default=None, description="Parquet writer properties (delta-rs WriterProperties)."
+    )
     lake: LakeResource | None = Field(
-        default=None, description="The project's lake: tables at <lake>/<asset key path>. "
-        "Used when root_uri is unset.")
+        default=None,
+        description="The project's lake: tables at <lake>/<asset key path>. "
+        "Used when root_uri is unset.",
+    )
     checkpoint: CheckpointResource | None = Field(
-        default=None, description="Where write records are kept. Unset: IDEM_STATE_URL, else "
+        default=None,
+        description="Where write records are kept. Unset: IDEM_STATE_URL, else "
         "SQLite in <root>/_idem_state/ for a local root (see docs/migrating.md for object "
-        "storage).")
+        "storage).",
+    )
     write_lease_seconds: float = Field(
         default=60.0,
         description="Lease on a write's checkpoint record, renewed while the write runs; a "
@@ -158,7 +174,8 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             raise ValueError(
                 f"mode {mode!r} is not idempotent: a rerun would add or keep what it should "
                 "replace. IdempotentDeltaIOManager replaces exactly the output's partitions "
-                "(or its whole table); for exactly-once appends use idem/strategy append")
+                "(or its whole table); for exactly-once appends use idem/strategy append"
+            )
         return mode
 
     # --- where tables are ---------------------------------------------------------------
@@ -196,8 +213,10 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         """The configured commit metadata, overridden by the output's ``custom_metadata``."""
         metadata = context.definition_metadata or {}
         own = getattr(metadata.get("custom_metadata"), "value", metadata.get("custom_metadata"))
-        return {**(self.custom_metadata or {}), **({str(k): str(v) for k, v in own.items()}
-                                                   if isinstance(own, dict) else {})}
+        return {
+            **(self.custom_metadata or {}),
+            **({str(k): str(v) for k, v in own.items()} if isinstance(own, dict) else {}),
+        }
 
     # --- writing ------------------------------------------------------------------------
 
@@ -206,8 +225,11 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         if obj is None:
             return
         output = obj if isinstance(obj, TableOutput) else TableOutput(obj)
-        if output.rows is not None and not is_spark_frame(output.rows) \
-                and not is_writable(output.rows):
+        if (
+            output.rows is not None
+            and not is_spark_frame(output.rows)
+            and not is_writable(output.rows)
+        ):
             raise unsupported(type(output.rows))
         metadata = context.definition_metadata or {}
         self._mode(getattr(metadata.get("mode"), "value", metadata.get("mode")) or "overwrite")
@@ -217,41 +239,62 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         checkpoint = self._checkpoint()
         with checkpoint.open() as store:
             table = target.open()
-            if output.rows is not None and not is_spark_frame(output.rows) and not isinstance(
-                    output.rows, pa.RecordBatchReader):
-                output = TableOutput(to_arrow(output.rows), output.input_signature,
-                                     output.schema, output.input_hashes)
+            if (
+                output.rows is not None
+                and not is_spark_frame(output.rows)
+                and not isinstance(output.rows, pa.RecordBatchReader)
+            ):
+                output = TableOutput(
+                    to_arrow(output.rows),
+                    output.input_signature,
+                    output.schema,
+                    output.input_hashes,
+                )
             schema = _schema_of(output, table)
             covered = record_slice(context, spec, schema)
-            log = LakeWriteLog(store, name, covered.label, context.run_id,
-                               self.write_lease_seconds)
+            log = LakeWriteLog(store, name, covered.label, context.run_id, self.write_lease_seconds)
             reconciled = log.reconcile(table)
             for item in reconciled:
                 context.log.warning(
                     f"reconciled write record {item.record_id} of a run that stopped: "
-                    + ("its commit landed as version " + str(item.landed_version)
-                       if item.landed_version is not None else "it never committed")
+                    + (
+                        "its commit landed as version " + str(item.landed_version)
+                        if item.landed_version is not None
+                        else "it never committed"
+                    )
                 )
             if output.unchanged:
                 metadata = self._confirm_unchanged(log, spec, target, table, covered, output)
             else:
-                metadata = self._write(context, checkpoint, log, name, spec, target, table,
-                                       covered, output)
+                metadata = self._write(
+                    context, checkpoint, log, name, spec, target, table, covered, output
+                )
         metadata["write_seconds"] = round(time.perf_counter() - started, 3)
         metadata["reconciled_records"] = len(reconciled)
         metadata.setdefault("dagster/table_name", name.replace("/", "."))
         context.add_output_metadata(metadata)
         context.log.info(
             f"{spec.strategy} {target.uri} {covered.display}: "
-            + (f"committed version {metadata['delta_version']}" if metadata["committed"]
-               else f"unchanged, no commit (version {metadata['delta_version']}, proven by "
-                    f"{metadata['no_op_proof']})")
+            + (
+                f"committed version {metadata['delta_version']}"
+                if metadata["committed"]
+                else f"unchanged, no commit (version {metadata['delta_version']}, proven by "
+                f"{metadata['no_op_proof']})"
+            )
         )
 
-    def _write(self, context: dg.OutputContext, checkpoint: CheckpointResource,
-               log: LakeWriteLog, name: str, spec: WriteSpec, target: LakeTable,
-               table: DeltaTable | None, covered: PartitionSlice,
-               output: TableOutput) -> dict[str, Any]:
+    def _write(
+        self,
+        context: dg.OutputContext,
+        checkpoint: CheckpointResource,
+        log: LakeWriteLog,
+        name: str,
+        spec: WriteSpec,
+        target: LakeTable,
+        table: DeltaTable | None,
+        covered: PartitionSlice,
+        output: TableOutput,
+    ) -> dict[str, Any]:
         """Prepare, claim, write (or prove a no-op) and settle; the write's metadata.
 
         ``table`` is the table as opened before the write, reused to sign an unchanged slice.
@@ -262,8 +305,9 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         if stream and not streamable(spec, window):
             # A stream that must be deduplicated, merged or written to anything but date
             # partitions is read whole and written like a table.
-            output = TableOutput(to_arrow(output.rows), output.input_signature, output.schema,
-                                 output.input_hashes)
+            output = TableOutput(
+                to_arrow(output.rows), output.input_signature, output.schema, output.input_hashes
+            )
             stream = False
         # The batch first: its fingerprint is then hashed on another thread while the
         # checkpoint is written, and an unchanged rerun (hash-bound) waits for it less.
@@ -275,23 +319,43 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         claim = log.begin({"window": covered.display})
         settled = log.last_settled()
         crash_point(f"lake.before_write/{name}")
-        commit_metadata = {**self._commit_extras(context), "idem.asset": name,
-                           "idem.window": covered.display, "idem.run_id": context.run_id,
-                           **log.commit_metadata(claim)}
+        commit_metadata = {
+            **self._commit_extras(context),
+            "idem.asset": name,
+            "idem.window": covered.display,
+            "idem.run_id": context.run_id,
+            **log.commit_metadata(claim),
+        }
         try:
             conditions = self._conditions(spec, covered, window, batch)
             with lease_heartbeat(checkpoint.resolved_url, claim, self.write_lease_seconds):
                 if stream:
-                    result = write_stream(spec, target, output.rows, window, output.schema,
-                                          commit_metadata, settled=settled)
+                    result = write_stream(
+                        spec,
+                        target,
+                        output.rows,
+                        window,
+                        output.schema,
+                        commit_metadata,
+                        settled=settled,
+                    )
                 elif batch is None:
-                    outcome = write_spark(spec, target, output.rows, window, output.schema,
-                                          commit_metadata)
+                    outcome = write_spark(
+                        spec, target, output.rows, window, output.schema, commit_metadata
+                    )
                     result = outcome.result
                 else:
-                    result = write(spec, target, batch, window, commit_metadata,
-                                   settled=settled, conditions=conditions,
-                                   partition_by=covered.partition_by, options=self._options_of())
+                    result = write(
+                        spec,
+                        target,
+                        batch,
+                        window,
+                        commit_metadata,
+                        settled=settled,
+                        conditions=conditions,
+                        partition_by=covered.partition_by,
+                        options=self._options_of(),
+                    )
         except BaseException as error:
             log.fail(claim, error)
             raise
@@ -302,75 +366,124 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             conditions = slice_conditions(spec, window, None)
         # Sign the slice as of our own version: a later writer's files must not be
         # credited with our fingerprint.
-        signed = table if table is not None and table.version() == result.version \
+        signed = (
+            table
+            if table is not None and table.version() == result.version
             else target.open(result.version)
+        )
         files = slice_signature(signed, conditions)
         rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
-        metadata_duplicates = (outcome.duplicates_dropped if spark
-                               else batch.duplicates_dropped if batch is not None else 0)
-        log.settle(claim, fingerprint=str(result.fingerprint), files=files,
-                   version=result.version, committed=result.committed, rows=rows,
-                   input_signature=output.input_signature,
-                   input_hashes=output.input_hashes or {}, conditions=conditions,
-                   duplicates_dropped=int(metadata_duplicates))
+        metadata_duplicates = (
+            outcome.duplicates_dropped
+            if spark
+            else batch.duplicates_dropped
+            if batch is not None
+            else 0
+        )
+        log.settle(
+            claim,
+            fingerprint=str(result.fingerprint),
+            files=files,
+            version=result.version,
+            committed=result.committed,
+            rows=rows,
+            input_signature=output.input_signature,
+            input_hashes=output.input_hashes or {},
+            conditions=conditions,
+            duplicates_dropped=int(metadata_duplicates),
+        )
         if spark:
-            counts = RowCounts(rows, metadata_duplicates,
-                               conflicting_keys=outcome.conflicting_keys)
+            counts = RowCounts(rows, metadata_duplicates, conflicting_keys=outcome.conflicting_keys)
         else:
-            counts = RowCounts(rows, metadata_duplicates,
-                               input_rows=rows if batch is None else batch.input_rows,
-                               conflicting_keys=0 if batch is None else batch.conflicting_keys,
-                               streamed=batch is None)
-        metadata = output_metadata(spec, result, covered.display, counts,
-                                   engine="spark" if spark else None)
+            counts = RowCounts(
+                rows,
+                metadata_duplicates,
+                input_rows=rows if batch is None else batch.input_rows,
+                conflicting_keys=0 if batch is None else batch.conflicting_keys,
+                streamed=batch is None,
+            )
+        metadata = output_metadata(
+            spec, result, covered.display, counts, engine="spark" if spark else None
+        )
         declared = "dagster/column_schema" in (context.definition_metadata or {})
         if batch is not None and not declared:
             # What dagster-deltalake shows: the columns written (when not declared).
             metadata["dagster/column_schema"] = dg.MetadataValue.table_schema(
-                dg.TableSchema(columns=[dg.TableColumn(name=f.name, type=str(f.type))
-                                        for f in batch.rows.schema]))
+                dg.TableSchema(
+                    columns=[
+                        dg.TableColumn(name=f.name, type=str(f.type)) for f in batch.rows.schema
+                    ]
+                )
+            )
         if output.input_signature:
             metadata["input_signature"] = output.input_signature
         return metadata
 
     def _options_of(self) -> dict[str, Any]:
-        return {"table_config": self.table_config, "writer_properties": self.writer_properties,
-                "evolve_schema": self.overwrite_schema}
+        return {
+            "table_config": self.table_config,
+            "writer_properties": self.writer_properties,
+            "evolve_schema": self.overwrite_schema,
+        }
 
     @staticmethod
-    def _conditions(spec: WriteSpec, covered: PartitionSlice, window: Window,
-                    batch: PreparedBatch | None) -> list[Condition]:
+    def _conditions(
+        spec: WriteSpec, covered: PartitionSlice, window: Window, batch: PreparedBatch | None
+    ) -> list[Condition]:
         if spec.strategy == "overwrite":
             return list(covered.conditions)
         if spec.strategy == "merge" and batch is not None:
             return slice_conditions(spec, window, batch)
         return []
 
-    def _confirm_unchanged(self, log: LakeWriteLog, spec: WriteSpec, target: LakeTable,
-                           table: DeltaTable | None, covered: PartitionSlice,
-                           output: TableOutput) -> dict[str, Any]:
+    def _confirm_unchanged(
+        self,
+        log: LakeWriteLog,
+        spec: WriteSpec,
+        target: LakeTable,
+        table: DeltaTable | None,
+        covered: PartitionSlice,
+        output: TableOutput,
+    ) -> dict[str, Any]:
         """Record a skip on unchanged inputs, if the slice is still what was settled."""
         settled = log.last_settled()
-        if (settled is None or table is None
-                or not same_inputs(settled, output.input_signature, lambda: table)):
+        if (
+            settled is None
+            or table is None
+            or not same_inputs(settled, output.input_signature, lambda: table)
+        ):
             raise StaleSkipError(
                 f"{target.uri} {covered.display} changed after the asset found its inputs "
                 "unchanged; rerun the partition to recompute it"
             )
         claim = log.begin({"fingerprint": settled.fingerprint, "window": covered.display})
-        log.settle(claim, fingerprint=settled.fingerprint, files=settled.files,
-                   version=table.version(), committed=False, rows=settled.rows,
-                   input_signature=settled.input_signature,
-                   input_hashes=output.input_hashes or settled.input_hashes,
-                   conditions=settled.conditions,
-                   duplicates_dropped=settled.duplicates_dropped)
+        log.settle(
+            claim,
+            fingerprint=settled.fingerprint,
+            files=settled.files,
+            version=table.version(),
+            committed=False,
+            rows=settled.rows,
+            input_signature=settled.input_signature,
+            input_hashes=output.input_hashes or settled.input_hashes,
+            conditions=settled.conditions,
+            duplicates_dropped=settled.duplicates_dropped,
+        )
         # Nothing was computed: the fingerprint reported is the settled write's, as stored.
-        skipped = WriteResult.unchanged(spec.strategy, target.uri, table.version(),
-                                        Fingerprint(settled.rows, ""),
-                                        details={"proven_by": BY_INPUTS})
-        metadata = output_metadata(spec, skipped, covered.display,
-                                   RowCounts(settled.rows, settled.duplicates_dropped),
-                                   fingerprint=settled.fingerprint)
+        skipped = WriteResult.unchanged(
+            spec.strategy,
+            target.uri,
+            table.version(),
+            Fingerprint(settled.rows, ""),
+            details={"proven_by": BY_INPUTS},
+        )
+        metadata = output_metadata(
+            spec,
+            skipped,
+            covered.display,
+            RowCounts(settled.rows, settled.duplicates_dropped),
+            fingerprint=settled.fingerprint,
+        )
         metadata["input_signature"] = settled.input_signature
         return metadata
 
@@ -382,15 +495,17 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         assert upstream is not None
         kind = context.dagster_type.typing_type
         as_type(pa.table({}), kind)  # an unsupported annotation fails before any read
-        spec = WriteSpec.for_output(upstream.definition_metadata or {},
-                                    context.has_asset_partitions)
+        spec = WriteSpec.for_output(
+            upstream.definition_metadata or {}, context.has_asset_partitions
+        )
         target, _ = self._table(upstream, spec)
         table = target.open()
         columns = _columns(context)
         covered = _input_slice(context, spec, table)
         if table is None and not covered.empty:
-            name = upstream.asset_key.to_user_string() if upstream.has_asset_key else (
-                upstream.name)
+            name = (
+                upstream.asset_key.to_user_string() if upstream.has_asset_key else (upstream.name)
+            )
             raise FileNotFoundError(f"no Delta table at {target.uri}: materialize {name} first")
         if covered.empty:
             # The mapped upstream partitions do not exist (a self-dependent asset's first
@@ -419,15 +534,17 @@ def _columns(context: dg.InputContext) -> list[str] | None:
     if columns is None:
         return None
     if isinstance(columns, str) or not isinstance(columns, Sequence):
-        raise ValueError(f"input metadata 'columns' must be a list of column names, got "
-                         f"{columns!r}")
+        raise ValueError(
+            f"input metadata 'columns' must be a list of column names, got {columns!r}"
+        )
     for column in columns:
         quote_identifier(column)  # plain identifiers only
     return list(columns)
 
 
-def _input_slice(context: dg.InputContext, spec: WriteSpec,
-                 table: DeltaTable | None) -> PartitionSlice:
+def _input_slice(
+    context: dg.InputContext, spec: WriteSpec, table: DeltaTable | None
+) -> PartitionSlice:
     """The upstream partitions an input reads (partition mappings applied by Dagster)."""
     if not context.has_asset_partitions:
         return PartitionSlice.whole_table()

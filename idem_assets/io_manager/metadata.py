@@ -28,9 +28,15 @@ class RowCounts:
     streamed: bool | None = None
 
 
-def output_metadata(spec: WriteSpec, result: WriteResult, label: str, counts: RowCounts, *,
-                    engine: str | None = None, fingerprint: str | None = None
-                    ) -> dict[str, Any]:
+def output_metadata(
+    spec: WriteSpec,
+    result: WriteResult,
+    label: str,
+    counts: RowCounts,
+    *,
+    engine: str | None = None,
+    fingerprint: str | None = None,
+) -> dict[str, Any]:
     """Metadata of one output: what was written or proven unchanged, where, and its rows.
 
     ``fingerprint`` overrides the result's (a skip reports the settled write's as stored).
@@ -41,15 +47,17 @@ def output_metadata(spec: WriteSpec, result: WriteResult, label: str, counts: Ro
     metadata: dict[str, Any] = {"strategy": spec.strategy}
     if engine is not None:
         metadata["engine"] = engine
-    metadata.update({
-        "table_uri": dg.MetadataValue.path(result.table_uri),
-        "partition_range": label,
-        "delta_version": result.version,
-        "committed": result.committed,
-        "fingerprint": str(result.fingerprint) if fingerprint is None else fingerprint,
-        "dagster/row_count": counts.rows,
-        "rows_written": result.rows_written,
-    })
+    metadata.update(
+        {
+            "table_uri": dg.MetadataValue.path(result.table_uri),
+            "partition_range": label,
+            "delta_version": result.version,
+            "committed": result.committed,
+            "fingerprint": str(result.fingerprint) if fingerprint is None else fingerprint,
+            "dagster/row_count": counts.rows,
+            "rows_written": result.rows_written,
+        }
+    )
     if wrote:
         metadata["rows_inserted"] = result.rows_inserted
         metadata["rows_updated"] = result.rows_updated

@@ -26,8 +26,9 @@ BY_INPUTS = "inputs"  # same input signature, files unchanged: nothing computed 
 BY_CONTENT = "content"  # the writer compared the new rows with the stored ones
 
 
-def unchanged_since(settled: SettledWrite, table: DeltaTable | None,
-                    conditions: Sequence[Condition] | None = None) -> bool:
+def unchanged_since(
+    settled: SettledWrite, table: DeltaTable | None, conditions: Sequence[Condition] | None = None
+) -> bool:
     """Whether the slice's data files are still those ``settled`` left (metadata only).
 
     ``conditions`` name the slice; by default the one the settled write signed.
@@ -36,21 +37,34 @@ def unchanged_since(settled: SettledWrite, table: DeltaTable | None,
     return settled.files == slice_signature(table, covered)
 
 
-def same_content(settled: SettledWrite | None, table: DeltaTable | None,
-                 fingerprint: Fingerprint, conditions: Sequence[Condition]) -> bool:
+def same_content(
+    settled: SettledWrite | None,
+    table: DeltaTable | None,
+    fingerprint: Fingerprint,
+    conditions: Sequence[Condition],
+) -> bool:
     """Whether rows with ``fingerprint`` are what the settled write left, still in place."""
-    return (settled is not None and settled.fingerprint == str(fingerprint)
-            and unchanged_since(settled, table, conditions))
+    return (
+        settled is not None
+        and settled.fingerprint == str(fingerprint)
+        and unchanged_since(settled, table, conditions)
+    )
 
 
-def same_inputs(settled: SettledWrite | None, input_signature: str | None,
-                open_table: Callable[[], DeltaTable | None]) -> bool:
+def same_inputs(
+    settled: SettledWrite | None,
+    input_signature: str | None,
+    open_table: Callable[[], DeltaTable | None],
+) -> bool:
     """Whether the settled write was computed from these inputs and its files still stand.
 
     The table is opened (its log read) only when the signatures agree.
     """
-    return (settled is not None and settled.input_signature == input_signature
-            and unchanged_since(settled, open_table()))
+    return (
+        settled is not None
+        and settled.input_signature == input_signature
+        and unchanged_since(settled, open_table())
+    )
 
 
 def proof_of(result: WriteResult) -> str:

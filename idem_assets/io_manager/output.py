@@ -34,8 +34,9 @@ class TableOutput:
         return self.rows is None
 
     @classmethod
-    def unchanged_inputs(cls, input_signature: str,
-                         input_hashes: Mapping[str, Any] | None = None) -> TableOutput:
+    def unchanged_inputs(
+        cls, input_signature: str, input_hashes: Mapping[str, Any] | None = None
+    ) -> TableOutput:
         """The output of an asset whose inputs match the last settled write."""
         return cls(rows=None, input_signature=input_signature, input_hashes=input_hashes)
 

@@ -59,8 +59,12 @@ class PartitionSlice:
     def of_window(cls, column: str, window: Window) -> PartitionSlice:
         """UTC days ``[start, end)`` of a date column (the daily lake assets' slice)."""
         assert window.start is not None and window.end is not None
-        return cls((date_range(column, window.start, window.end),), (column,),
-                   f"{window.start}..{window.end}", window)
+        return cls(
+            (date_range(column, window.start, window.end),),
+            (column,),
+            f"{window.start}..{window.end}",
+            window,
+        )
 
 
 def _safe_label(text: str) -> str:
@@ -80,20 +84,23 @@ def _utc_days(window: dg.TimeWindow) -> Window | None:
 def time_condition(column: str, window: dg.TimeWindow, kind: pa.DataType | None) -> Condition:
     """``[start, end)`` of a time window over ``column`` of Arrow type ``kind``."""
     start, end = window.start, window.end
-    midnight = start.timetz().replace(tzinfo=None) == end.timetz().replace(tzinfo=None) == \
-        dt.time(0)
+    midnight = (
+        start.timetz().replace(tzinfo=None) == end.timetz().replace(tzinfo=None) == dt.time(0)
+    )
     if kind is None:
         kind = pa.date32() if midnight else pa.timestamp("us", tz="UTC")
     if pa.types.is_date(kind):
         if not midnight:
             raise PartitionSliceError(
                 f"partitions [{start}, {end}) do not fall on whole days, but {column!r} is a "
-                "date column: store them in a timestamp column")
+                "date column: store them in a timestamp column"
+            )
         return date_range(column, start.date(), end.date())
     if pa.types.is_timestamp(kind):
         return Range(column, start, end, wall_clock=kind.tz is None)
     raise PartitionSliceError(
-        f"time partitions need a date or timestamp column; {column!r} is {kind}")
+        f"time partitions need a date or timestamp column; {column!r} is {kind}"
+    )
 
 
 def key_condition(column: str, keys: Sequence[str], kind: pa.DataType | None) -> Condition:
@@ -104,60 +111,78 @@ def key_condition(column: str, keys: Sequence[str], kind: pa.DataType | None) ->
             values = tuple(int(k) for k in keys)
         elif kind is not None and pa.types.is_date(kind):
             values = tuple(dt.date.fromisoformat(k) for k in keys)
-        elif kind is None or pa.types.is_string(kind) or pa.types.is_large_string(kind) \
-                or pa.types.is_string_view(kind):
+        elif (
+            kind is None
+            or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind)
+        ):
             values = tuple(keys)
         else:
             raise PartitionSliceError(
-                f"partition keys need a text, integer or date column; {column!r} is {kind}")
+                f"partition keys need a text, integer or date column; {column!r} is {kind}"
+            )
     except ValueError as exc:
         if isinstance(exc, PartitionSliceError):
             raise
         raise PartitionSliceError(
-            f"partition keys {list(keys)[:5]} do not fit {column!r} ({kind})") from exc
+            f"partition keys {list(keys)[:5]} do not fit {column!r} ({kind})"
+        ) from exc
     return In(column, tuple(sorted(set(values))))  # type: ignore[type-var]
 
 
-def _columns(partition_expr: str | Mapping[str, str] | None, asset: str,
-             partitions_def: dg.PartitionsDefinition) -> dict[str, str]:
+def _columns(
+    partition_expr: str | Mapping[str, str] | None,
+    asset: str,
+    partitions_def: dg.PartitionsDefinition,
+) -> dict[str, str]:
     """Dimension name -> column (a single-dimension definition has the name "")."""
     if partition_expr is None:
         raise PartitionSliceError(
             f"Asset '{asset}' has partitions, but no 'partition_expr' metadata value, so it is "
             "not known which column holds them. Set it, e.g. "
-            '@asset(metadata={"partition_expr": "your_partition_column"})')
+            '@asset(metadata={"partition_expr": "your_partition_column"})'
+        )
     if isinstance(partitions_def, dg.MultiPartitionsDefinition):
         if not isinstance(partition_expr, Mapping):
             raise PartitionSliceError(
                 f"Asset '{asset}' is multi-partitioned: 'partition_expr' must map each "
-                f"dimension ({', '.join(partitions_def.partition_dimension_names)}) to a column")
+                f"dimension ({', '.join(partitions_def.partition_dimension_names)}) to a column"
+            )
         missing = [d for d in partitions_def.partition_dimension_names if d not in partition_expr]
         if missing:
             raise PartitionSliceError(
                 f"Asset '{asset}' has partition dimension(s) {', '.join(missing)}, but its "
-                "'partition_expr' metadata has no entry for them")
+                "'partition_expr' metadata has no entry for them"
+            )
         return {d: str(partition_expr[d]) for d in partitions_def.partition_dimension_names}
     if isinstance(partition_expr, Mapping):
         if len(partition_expr) != 1:
             raise PartitionSliceError(
-                f"Asset '{asset}' has one partition dimension; 'partition_expr' is a column name")
+                f"Asset '{asset}' has one partition dimension; 'partition_expr' is a column name"
+            )
         return {"": str(next(iter(partition_expr.values())))}
     return {"": str(partition_expr)}
 
 
-def _contiguous(partitions_def: dg.TimeWindowPartitionsDefinition, keys: Sequence[str]
-                ) -> dg.TimeWindow:
-    windows = sorted((partitions_def.time_window_for_partition_key(k) for k in keys),
-                     key=lambda w: w.start)
+def _contiguous(
+    partitions_def: dg.TimeWindowPartitionsDefinition, keys: Sequence[str]
+) -> dg.TimeWindow:
+    windows = sorted(
+        (partitions_def.time_window_for_partition_key(k) for k in keys), key=lambda w: w.start
+    )
     first, last = windows[0], windows[-1]
     every = partitions_def.get_partition_keys_in_range(
-        dg.PartitionKeyRange(partitions_def.get_partition_key_for_timestamp(
-            first.start.timestamp()), partitions_def.get_partition_key_for_timestamp(
-            last.start.timestamp())))
+        dg.PartitionKeyRange(
+            partitions_def.get_partition_key_for_timestamp(first.start.timestamp()),
+            partitions_def.get_partition_key_for_timestamp(last.start.timestamp()),
+        )
+    )
     if len(every) != len(set(keys)):
         raise PartitionSliceError(
             f"time partitions {sorted(keys)[:5]} are not a contiguous range: one write "
-            "replaces a contiguous range, so run them in separate runs")
+            "replaces a contiguous range, so run them in separate runs"
+        )
     return dg.TimeWindow(first.start, last.end)
 
 
@@ -187,9 +212,11 @@ def partitions_label(context: dg.OutputContext | dg.InputContext) -> tuple[str, 
     return _safe_label(",".join(sorted(map(str, keys)))), Window()
 
 
-def partition_slice(context: dg.OutputContext | dg.InputContext,
-                    partition_expr: str | Mapping[str, str] | None,
-                    type_of: TypeOf) -> PartitionSlice:
+def partition_slice(
+    context: dg.OutputContext | dg.InputContext,
+    partition_expr: str | Mapping[str, str] | None,
+    type_of: TypeOf,
+) -> PartitionSlice:
     """The slice of a partitioned output or input; ``type_of`` gives a column's Arrow type."""
     partitions_def = context.asset_partitions_def
     asset = context.asset_key.to_user_string() if context.has_asset_key else "output"
@@ -204,16 +231,18 @@ def partition_slice(context: dg.OutputContext | dg.InputContext,
         return PartitionSlice(conditions, tuple(columns.values()), label)
     column = columns[""]
     if isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
-        condition = time_condition(column, context.asset_partitions_time_window,
-                                   type_of(column))
-        on_dates = isinstance(condition, Range) and not isinstance(condition.start,
-                                                                   dt.datetime)
+        condition = time_condition(column, context.asset_partitions_time_window, type_of(column))
+        on_dates = isinstance(condition, Range) and not isinstance(condition.start, dt.datetime)
         return PartitionSlice((condition,), (column,), label, days if on_dates else Window())
     return PartitionSlice((key_condition(column, keys, type_of(column)),), (column,), label)
 
 
-def _multi_conditions(partitions_def: dg.MultiPartitionsDefinition, keys: Sequence[object],
-                      columns: Mapping[str, str], type_of: TypeOf) -> tuple[Condition, ...]:
+def _multi_conditions(
+    partitions_def: dg.MultiPartitionsDefinition,
+    keys: Sequence[object],
+    columns: Mapping[str, str],
+    type_of: TypeOf,
+) -> tuple[Condition, ...]:
     by_dimension: dict[str, set[str]] = {d: set() for d in columns}
     for key in keys:
         assert isinstance(key, dg.MultiPartitionKey)
@@ -226,7 +255,8 @@ def _multi_conditions(partitions_def: dg.MultiPartitionsDefinition, keys: Sequen
         raise PartitionSliceError(
             f"the run's {len(set(keys))} multi-partition keys are not every combination of "
             f"its dimensions' keys ({product}): one write replaces such a product, so run the "
-            "others separately")
+            "others separately"
+        )
     conditions: list[Condition] = []
     for dimension in partitions_def.partition_dimension_names:
         column, values = columns[dimension], sorted(by_dimension[dimension])

@@ -135,12 +135,14 @@ class WriteSpec(BaseModel):
             fields.setdefault("dedupe", bool(fields.get("natural_key")))
             if not partitioned:
                 fields.setdefault("allow_empty", True)
-        if fields["strategy"] == "overwrite" and not (fields.get("partition_expr")
-                                                      or fields.get("partition_column")):
+        if fields["strategy"] == "overwrite" and not (
+            fields.get("partition_expr") or fields.get("partition_column")
+        ):
             raise ValueError(
                 "the output has partitions, but no 'partition_expr' metadata value, so it is "
                 "not known which column holds them. Set it, e.g. "
-                '@asset(metadata={"partition_expr": "your_partition_column"})')
+                '@asset(metadata={"partition_expr": "your_partition_column"})'
+            )
         return cls.model_validate(fields)
 
     @property
@@ -156,9 +158,9 @@ def _plain_metadata(value: Any) -> Any:
 
 def _idem_fields(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        key[len(PREFIX):]: _plain_metadata(value)
+        key[len(PREFIX) :]: _plain_metadata(value)
         for key, value in metadata.items()
-        if key.startswith(PREFIX) and key[len(PREFIX):] in WriteSpec.model_fields
+        if key.startswith(PREFIX) and key[len(PREFIX) :] in WriteSpec.model_fields
     }
 
 

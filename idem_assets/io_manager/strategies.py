@@ -80,13 +80,17 @@ def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -
     sort_by = [c for c in (spec.partition_column, *spec.prune_columns) if c]
     result = dedupe_newest(rows, spec.natural_key, spec.version_column, sort_by=sort_by)
     return PreparedBatch(
-        result.rows, rows.num_rows, result.duplicates_dropped, result.conflicting_keys,
+        result.rows,
+        rows.num_rows,
+        result.duplicates_dropped,
+        result.conflicting_keys,
         PendingFingerprint(result.rows),
     )
 
 
-def slice_conditions(spec: WriteSpec, window: Window,
-                     batch: PreparedBatch | None) -> list[Condition]:
+def slice_conditions(
+    spec: WriteSpec, window: Window, batch: PreparedBatch | None
+) -> list[Condition]:
     """The part of the table a write of ``batch`` can touch (used to sign its files).
 
     ``batch`` is None for a streamed overwrite, whose slice is the window alone.
@@ -126,16 +130,24 @@ def write(
         batch_fp = batch.fingerprint
         if table is not None and same_content(settled, table, batch_fp, conditions):
             return WriteResult.unchanged(
-                spec.strategy, target.uri, table.version(), batch_fp,
-                details={"proven_by": BY_CHECKPOINT, "record": settled.record_id})
+                spec.strategy,
+                target.uri,
+                table.version(),
+                batch_fp,
+                details={"proven_by": BY_CHECKPOINT, "record": settled.record_id},
+            )
     if spec.strategy == "overwrite":
         if not conditions:
             start, end = _require_window(spec, window)
             conditions = [date_range(spec.partition_column or "", start, end)]
             partition_by = [spec.partition_column or ""]
         return overwrite_slice(
-            target, batch.rows, conditions, partition_by=partition_by,
-            commit_metadata=commit_metadata, known_fingerprint=batch.fingerprint_job,
+            target,
+            batch.rows,
+            conditions,
+            partition_by=partition_by,
+            commit_metadata=commit_metadata,
+            known_fingerprint=batch.fingerprint_job,
             options=write_options,
         )
     if spec.strategy == "merge":
@@ -152,8 +164,12 @@ def write(
         )
     if spec.strategy == "replace":
         return replace_table(
-            target, batch.rows, commit_metadata=commit_metadata, allow_empty=spec.allow_empty,
-            known_fingerprint=batch.fingerprint, options=write_options,
+            target,
+            batch.rows,
+            commit_metadata=commit_metadata,
+            allow_empty=spec.allow_empty,
+            known_fingerprint=batch.fingerprint,
+            options=write_options,
         )
     raise ValueError(f"strategy {spec.strategy!r} is written by its own asset, not the IO manager")
 
@@ -164,9 +180,13 @@ def streamable(spec: WriteSpec, window: Window) -> bool:
     An overwrite of date partitions without deduplication can; anything else needs the
     whole batch (to deduplicate, merge, or compare) and reads the stream first.
     """
-    return (spec.strategy == "overwrite" and window.partitioned
-            and spec.partition_column is not None and not spec.partition_expr
-            and not (spec.dedupe and spec.natural_key))
+    return (
+        spec.strategy == "overwrite"
+        and window.partitioned
+        and spec.partition_column is not None
+        and not spec.partition_expr
+        and not (spec.dedupe and spec.natural_key)
+    )
 
 
 def require_streamable(spec: WriteSpec) -> None:
@@ -174,18 +194,26 @@ def require_streamable(spec: WriteSpec) -> None:
     if spec.strategy != "overwrite":
         raise ValueError(
             "a record-batch stream can be written by the 'overwrite' strategy "
-            f"only, not {spec.strategy!r}; return a table (pyarrow, polars or pandas) instead")
+            f"only, not {spec.strategy!r}; return a table (pyarrow, polars or pandas) instead"
+        )
     if spec.dedupe and spec.natural_key:
         raise ValueError(
             f"deduplication on {list(spec.natural_key)} needs the whole partition "
             "at once, so a record-batch stream cannot be deduplicated; return a table, or set "
-            "dedupe to false when the stream already holds one row per key")
+            "dedupe to false when the stream already holds one row per key"
+        )
 
 
-def write_stream(spec: WriteSpec, target: LakeTable, batches: pa.RecordBatchReader,
-                 window: Window, schema: pa.Schema | None,
-                 commit_metadata: Mapping[str, Any] | None = None, *,
-                 settled: SettledWrite | None = None) -> WriteResult:
+def write_stream(
+    spec: WriteSpec,
+    target: LakeTable,
+    batches: pa.RecordBatchReader,
+    window: Window,
+    schema: pa.Schema | None,
+    commit_metadata: Mapping[str, Any] | None = None,
+    *,
+    settled: SettledWrite | None = None,
+) -> WriteResult:
     """Overwrite the window with a stream of record batches, in flat memory (one commit).
 
     With ``settled``, a stream whose fingerprint equals the last settled write of the
@@ -199,8 +227,16 @@ def write_stream(spec: WriteSpec, target: LakeTable, batches: pa.RecordBatchRead
     def unchanged(table: DeltaTable, new: Fingerprint) -> bool:
         return same_content(settled, table, new, conditions)
 
-    return overwrite_stream(target, batches, column, start, end, schema=schema,
-                            commit_metadata=commit_metadata, unchanged=unchanged)
+    return overwrite_stream(
+        target,
+        batches,
+        column,
+        start,
+        end,
+        schema=schema,
+        commit_metadata=commit_metadata,
+        unchanged=unchanged,
+    )
 
 
 def read(spec: WriteSpec, target: LakeTable, window: Window, schema: pa.Schema | None) -> pa.Table:
@@ -224,8 +260,9 @@ def compare(
     expected = batch.fingerprint
     table = target.open()
     if spec.strategy == "merge":
-        plan = plan_merge(table, batch.rows, spec.natural_key, spec.version_column,
-                          spec.prune_columns)
+        plan = plan_merge(
+            table, batch.rows, spec.natural_key, spec.version_column, spec.prune_columns
+        )
         stored = fingerprint(plan.current)
         return RerunComparison(
             passed=plan.changes == 0,

@@ -59,8 +59,12 @@ def _kind(value: object) -> str:
     return "text" if isinstance(value, str) else "int"
 
 
-_PARSE: dict[str, Any] = {"date": dt.date.fromisoformat, "int": int, "text": str,
-                          "timestamp": dt.datetime.fromisoformat}
+_PARSE: dict[str, Any] = {
+    "date": dt.date.fromisoformat,
+    "int": int,
+    "text": str,
+    "timestamp": dt.datetime.fromisoformat,
+}
 
 
 def encode_conditions(conditions: Sequence[Condition]) -> list[dict[str, Any]]:
@@ -68,13 +72,25 @@ def encode_conditions(conditions: Sequence[Condition]) -> list[dict[str, Any]]:
     encoded: list[dict[str, Any]] = []
     for c in conditions:
         if isinstance(c, In):
-            encoded.append({"column": c.column, "type": _kind(c.values[0]), "in": True,
-                            "values": [v.isoformat() if isinstance(v, dt.date) else v
-                                       for v in c.values]})
+            encoded.append(
+                {
+                    "column": c.column,
+                    "type": _kind(c.values[0]),
+                    "in": True,
+                    "values": [v.isoformat() if isinstance(v, dt.date) else v for v in c.values],
+                }
+            )
         elif isinstance(c, Range):
-            encoded.append({"column": c.column, "type": _kind(c.start), "inclusive": c.inclusive,
-                            "start": _text(c.start), "end": _text(c.end),
-                            "wall_clock": c.wall_clock})
+            encoded.append(
+                {
+                    "column": c.column,
+                    "type": _kind(c.start),
+                    "inclusive": c.inclusive,
+                    "start": _text(c.start),
+                    "end": _text(c.end),
+                    "wall_clock": c.wall_clock,
+                }
+            )
         else:
             raise TypeError(f"only ranges and value sets describe a write slice, got {c!r}")
     return encoded
@@ -92,9 +108,15 @@ def decode_conditions(encoded: Sequence[Mapping[str, Any]]) -> tuple[Condition, 
         if c.get("in"):
             out.append(In(str(c["column"]), tuple(parse(v) for v in c["values"])))
         else:
-            out.append(Range(str(c["column"]), parse(c["start"]), parse(c["end"]),
-                             inclusive=bool(c["inclusive"]),
-                             wall_clock=bool(c.get("wall_clock", False))))
+            out.append(
+                Range(
+                    str(c["column"]),
+                    parse(c["start"]),
+                    parse(c["end"]),
+                    inclusive=bool(c["inclusive"]),
+                    wall_clock=bool(c.get("wall_clock", False)),
+                )
+            )
     return tuple(out)
 
 
@@ -114,8 +136,9 @@ def window_id(start: object, end: object) -> str:
 class LakeWriteLog:
     """The checkpoint records of one asset's writes to one window."""
 
-    def __init__(self, store: CheckpointStore, asset: str, window: str, run_id: str,
-                 lease_seconds: float) -> None:
+    def __init__(
+        self, store: CheckpointStore, asset: str, window: str, run_id: str, lease_seconds: float
+    ) -> None:
         self.store = store
         self.scope = f"lake/{asset}"
         self.window = window
@@ -125,19 +148,23 @@ class LakeWriteLog:
     def reconcile(self, table: DeltaTable | None) -> list[Reconciled]:
         """Resolve records of crashed runs for this window (expired in_progress leases)."""
         resolved = []
-        for tracker in self.store.list(self.scope, [Status.IN_PROGRESS],
-                                       prefix=f"{self.window}/"):
+        for tracker in self.store.list(self.scope, [Status.IN_PROGRESS], prefix=f"{self.window}/"):
             if tracker.lease_expires_at is None or tracker.lease_expires_at > self.store.now():
                 continue  # a live run still holds it
             version = _version_of_token(table, tracker.lease_token)
             if version is None:
-                self.store.ignore(self.scope, tracker.record_id,
-                                  "run ended before its Delta commit; superseded by a later run")
+                self.store.ignore(
+                    self.scope,
+                    tracker.record_id,
+                    "run ended before its Delta commit; superseded by a later run",
+                )
             else:
-                for claim in self.store.claim(self.scope, "reconciler", lease_seconds=30,
-                                              record_ids=[tracker.record_id]):
-                    self.store.succeed(claim, {"version": version, "reconciled": True,
-                                               **(tracker.payload or {})})
+                for claim in self.store.claim(
+                    self.scope, "reconciler", lease_seconds=30, record_ids=[tracker.record_id]
+                ):
+                    self.store.succeed(
+                        claim, {"version": version, "reconciled": True, **(tracker.payload or {})}
+                    )
             resolved.append(Reconciled(tracker.record_id, version))
         return resolved
 
@@ -152,19 +179,29 @@ class LakeWriteLog:
         if newest is None or "files" not in (newest.result or {}):
             return None
         result = newest.result or {}
-        return SettledWrite(newest.record_id, str(result.get("fingerprint")),
-                            str(result.get("files")), int(result.get("version", -1)),
-                            int(result.get("rows", 0)), result.get("input_signature"),
-                            decode_conditions(result.get("conditions") or ()),
-                            int(result.get("duplicates_dropped", 0)),
-                            dict(result.get("input_hashes") or {}))
+        return SettledWrite(
+            newest.record_id,
+            str(result.get("fingerprint")),
+            str(result.get("files")),
+            int(result.get("version", -1)),
+            int(result.get("rows", 0)),
+            result.get("input_signature"),
+            decode_conditions(result.get("conditions") or ()),
+            int(result.get("duplicates_dropped", 0)),
+            dict(result.get("input_hashes") or {}),
+        )
 
     def begin(self, payload: Mapping[str, Any]) -> Claim:
         """Register and claim this run's record before anything is committed."""
-        self.store.register(self.scope, [(self.record_id, dict(payload))],
-                            max_attempts=_MAX_ATTEMPTS)
-        claims = self.store.claim(self.scope, self.record_id, lease_seconds=self.lease_seconds,
-                                  record_ids=[self.record_id])
+        self.store.register(
+            self.scope, [(self.record_id, dict(payload))], max_attempts=_MAX_ATTEMPTS
+        )
+        claims = self.store.claim(
+            self.scope,
+            self.record_id,
+            lease_seconds=self.lease_seconds,
+            record_ids=[self.record_id],
+        )
         if not claims:
             raise RuntimeError(f"could not claim lake write record {self.scope}/{self.record_id}")
         return claims[0]
@@ -184,17 +221,35 @@ class LakeWriteLog:
             for again in self.store.claim(self.scope, late, lease_seconds=30, record_ids=[late]):
                 self.store.succeed(again, dict(result))
 
-    def settle(self, claim: Claim, *, fingerprint: str, files: str, version: int,
-               committed: bool, rows: int, input_signature: str | None,
-               input_hashes: Mapping[str, Any], conditions: Sequence[Condition],
-               duplicates_dropped: int) -> None:
+    def settle(
+        self,
+        claim: Claim,
+        *,
+        fingerprint: str,
+        files: str,
+        version: int,
+        committed: bool,
+        rows: int,
+        input_signature: str | None,
+        input_hashes: Mapping[str, Any],
+        conditions: Sequence[Condition],
+        duplicates_dropped: int,
+    ) -> None:
         """Settle the record with what ``last_settled`` reads back for the next run."""
-        self.succeed(claim, {"fingerprint": fingerprint, "files": files, "version": version,
-                             "committed": committed, "rows": rows,
-                             "input_signature": input_signature,
-                             "input_hashes": dict(input_hashes),
-                             "conditions": encode_conditions(conditions),
-                             "duplicates_dropped": duplicates_dropped})
+        self.succeed(
+            claim,
+            {
+                "fingerprint": fingerprint,
+                "files": files,
+                "version": version,
+                "committed": committed,
+                "rows": rows,
+                "input_signature": input_signature,
+                "input_hashes": dict(input_hashes),
+                "conditions": encode_conditions(conditions),
+                "duplicates_dropped": duplicates_dropped,
+            },
+        )
 
     def fail(self, claim: Claim, error: BaseException) -> None:
         """Record a failed write (nothing committed, or the error came after the commit)."""
@@ -202,6 +257,7 @@ class LakeWriteLog:
             self.store.fail(claim, error, retry_in_seconds=0)
         except LeaseLost:
             pass  # already resolved by a reconciler; the error is raised to the run anyway
+
 
 def _version_of_token(table: DeltaTable | None, token: str | None) -> int | None:
     if table is None or not token:

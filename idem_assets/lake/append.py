@@ -70,20 +70,42 @@ def append_exactly_once(
         table = target.open()
         done = already_committed(table, txn)
         if done is not None:
-            return WriteResult.unchanged(STRATEGY, target.uri, table.version(), batch_fp,
-                                         attempts=number + 1, details={"txn_version": done})
+            return WriteResult.unchanged(
+                STRATEGY,
+                target.uri,
+                table.version(),
+                batch_fp,
+                attempts=number + 1,
+                details={"txn_version": done},
+            )
         if table is None:
-            write_deltalake(target.uri, rows, mode="error", storage_options=target.options(),
-                            partition_by=[partition_column] if partition_column else None,
-                            commit_properties=properties)
+            write_deltalake(
+                target.uri,
+                rows,
+                mode="error",
+                storage_options=target.options(),
+                partition_by=[partition_column] if partition_column else None,
+                commit_properties=properties,
+            )
             new_version = 0
         else:
             # An empty batch still commits, so the txn version advances past it.
-            write_deltalake(table, conform(rows, table_schema(table)), mode="append",
-                            commit_properties=properties)
+            write_deltalake(
+                table,
+                conform(rows, table_schema(table)),
+                mode="append",
+                commit_properties=properties,
+            )
             new_version = table.version()
-        return WriteResult.written(STRATEGY, target.uri, new_version, rows.num_rows, batch_fp,
-                                   rows_inserted=rows.num_rows, attempts=number + 1,
-                                   details={"txn_version": version})
+        return WriteResult.written(
+            STRATEGY,
+            target.uri,
+            new_version,
+            rows.num_rows,
+            batch_fp,
+            rows_inserted=rows.num_rows,
+            attempts=number + 1,
+            details={"txn_version": version},
+        )
 
     return with_commit_retries(attempt)

@@ -45,8 +45,9 @@ def survivor_order(
     return order, descending
 
 
-def survivors(frame: pl.DataFrame, key: Sequence[str], version_column: str | None,
-              then_by: Sequence[str] = ()) -> pl.DataFrame:
+def survivors(
+    frame: pl.DataFrame, key: Sequence[str], version_column: str | None, then_by: Sequence[str] = ()
+) -> pl.DataFrame:
     """The first row per key under ``survivor_order`` (``then_by`` breaks exact ties)."""
     order, descending = survivor_order(
         [c for c in frame.columns if c not in then_by], key, version_column
@@ -89,9 +90,7 @@ def _conflicts(frame: pl.DataFrame, key: list[str], version_column: str) -> int:
     hashed = frame.select([*key, version_column]).with_columns(
         pl.Series("__content", first, dtype=pl.UInt64)
     )
-    newest = hashed.filter(
-        pl.col(version_column) == pl.col(version_column).max().over(key)
-    )
+    newest = hashed.filter(pl.col(version_column) == pl.col(version_column).max().over(key))
     return (
         newest.group_by(key)
         .agg(pl.col("__content").n_unique().alias("contents"))
@@ -114,8 +113,11 @@ def dedupe_newest(
     """
     key = list(key)
     table = to_arrow(data)
-    missing = [c for c in [*key, *([version_column] if version_column else [])]
-               if c not in table.column_names]
+    missing = [
+        c
+        for c in [*key, *([version_column] if version_column else [])]
+        if c not in table.column_names
+    ]
     if missing:
         raise ValueError(f"cannot dedupe: column(s) {missing} not in {table.column_names}")
     order = [*sort_by, *key]

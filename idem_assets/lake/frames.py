@@ -18,10 +18,20 @@ else:
     FrameLike = Any
 
 
-WRITABLE = ("pyarrow.Table", "pyarrow.RecordBatchReader", "polars.DataFrame",
-            "polars.LazyFrame", "pandas.DataFrame")
-READABLE = ("pyarrow.Table", "pyarrow.RecordBatchReader", "polars.DataFrame",
-            "polars.LazyFrame", "pandas.DataFrame")
+WRITABLE = (
+    "pyarrow.Table",
+    "pyarrow.RecordBatchReader",
+    "polars.DataFrame",
+    "polars.LazyFrame",
+    "pandas.DataFrame",
+)
+READABLE = (
+    "pyarrow.Table",
+    "pyarrow.RecordBatchReader",
+    "polars.DataFrame",
+    "polars.LazyFrame",
+    "pandas.DataFrame",
+)
 
 
 class UnsupportedFrameError(TypeError):
@@ -30,18 +40,26 @@ class UnsupportedFrameError(TypeError):
 
 def is_writable(data: object) -> bool:
     """Whether ``data`` is a frame type the lake writes."""
-    return (isinstance(data, pa.Table | pa.RecordBatch | pa.RecordBatchReader | pl.DataFrame
-                       | pl.LazyFrame) or type(data).__module__.startswith("pandas")
-            or hasattr(data, "__arrow_c_stream__"))
+    return (
+        isinstance(
+            data, pa.Table | pa.RecordBatch | pa.RecordBatchReader | pl.DataFrame | pl.LazyFrame
+        )
+        or type(data).__module__.startswith("pandas")
+        or hasattr(data, "__arrow_c_stream__")
+    )
 
 
 def unsupported(kind: type, what: str = "write") -> UnsupportedFrameError:
     """The error for an unsupported type, naming it and the supported ones."""
-    name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else (
-        kind.__qualname__)
+    name = (
+        f"{kind.__module__}.{kind.__qualname__}"
+        if kind.__module__ != "builtins"
+        else (kind.__qualname__)
+    )
     supported = WRITABLE if what == "write" else READABLE
     return UnsupportedFrameError(
-        f"cannot {what} a {name}: supported types are {', '.join(supported)}")
+        f"cannot {what} a {name}: supported types are {', '.join(supported)}"
+    )
 
 
 def to_arrow(data: FrameLike) -> pa.Table:
@@ -75,8 +93,10 @@ def as_type(table: pa.Table, kind: Any) -> Any:
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
         return frame.lazy()
-    if getattr(kind, "__module__", "").startswith("pandas") and \
-            getattr(kind, "__name__", "") == "DataFrame":
+    if (
+        getattr(kind, "__module__", "").startswith("pandas")
+        and getattr(kind, "__name__", "") == "DataFrame"
+    ):
         return table.to_pandas()
     raise unsupported(kind, "load")
 
@@ -113,5 +133,6 @@ def nullable(schema: pa.Schema) -> pa.Schema:
 
 def is_text(kind: pa.DataType) -> bool:
     """Whether an Arrow type is one of the string spellings (string, large, view)."""
-    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
-            or pa.types.is_string_view(kind))
+    return (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    )

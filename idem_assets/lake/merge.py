@@ -94,9 +94,11 @@ def plan_merge(
             stored.drop(_SIDE), on=batch.column_names, how="anti", nulls_equal=True
         )
     versions = [version_column] if version_column else []
-    known = stored.select([*key, *versions]).rename(
-        {v: _STORED_VERSION for v in versions}
-    ).with_columns(pl.lit(True).alias("__update"))
+    known = (
+        stored.select([*key, *versions])
+        .rename({v: _STORED_VERSION for v in versions})
+        .with_columns(pl.lit(True).alias("__update"))
+    )
     joined = winners.join(known, on=key, how="left", nulls_equal=False)
     # A tie (same version, other content) needs the guard's help at MERGE time.
     tie = (pl.col(version_column) == pl.col(_STORED_VERSION)) if version_column else pl.lit(False)
@@ -142,8 +144,10 @@ def merge_upsert(
     deduped = deduplicated or dedupe_newest(rows, key, version_column, sort_by=prune_columns)
     batch = deduped.rows
     batch_fp = known_fingerprint or fingerprint(batch)
-    extra = {"duplicates_dropped": deduped.duplicates_dropped,
-             "conflicting_keys": deduped.conflicting_keys}
+    extra = {
+        "duplicates_dropped": deduped.duplicates_dropped,
+        "conflicting_keys": deduped.conflicting_keys,
+    }
     metadata = {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}
 
     def attempt(number: int) -> WriteResult:
@@ -157,13 +161,21 @@ def merge_upsert(
                 storage_options=target.options(),
                 commit_properties=commit_properties(metadata),
             )
-            return WriteResult.written(STRATEGY, target.uri, 0, batch.num_rows, batch_fp,
-                                       rows_inserted=batch.num_rows, attempts=number + 1,
-                                       details=extra)
+            return WriteResult.written(
+                STRATEGY,
+                target.uri,
+                0,
+                batch.num_rows,
+                batch_fp,
+                rows_inserted=batch.num_rows,
+                attempts=number + 1,
+                details=extra,
+            )
         plan = plan_merge(table, batch, key, version_column, prune_columns)
         if plan.changes == 0:
-            return WriteResult.unchanged(STRATEGY, target.uri, table.version(), batch_fp,
-                                         attempts=number + 1, details=extra)
+            return WriteResult.unchanged(
+                STRATEGY, target.uri, table.version(), batch_fp, attempts=number + 1, details=extra
+            )
         crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
         metrics = _execute(table, plan, key, version_column, prune_columns, metadata)
         return WriteResult.written(
@@ -175,8 +187,11 @@ def merge_upsert(
             rows_inserted=int(metrics.get("num_target_rows_inserted", plan.inserts)),
             rows_updated=int(metrics.get("num_target_rows_updated", plan.updates)),
             attempts=number + 1,
-            details={**extra, "files_scanned": metrics.get("num_target_files_scanned"),
-                     "files_skipped": metrics.get("num_target_files_skipped_during_scan")},
+            details={
+                **extra,
+                "files_scanned": metrics.get("num_target_files_scanned"),
+                "files_skipped": metrics.get("num_target_files_skipped_during_scan"),
+            },
         )
 
     return with_commit_retries(attempt)

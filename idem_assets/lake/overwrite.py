@@ -123,15 +123,20 @@ def overwrite_slice(
             empty = slice_signature(table, conditions).startswith("0:")
             if skip_unchanged and empty and rows.num_rows == 0:
                 # Nothing stored there and nothing to store: already the wanted state.
-                return WriteResult.unchanged(STRATEGY, target.uri, table.version(),
-                                             resolve(pending), attempts=number + 1)
-            if skip_unchanged and not empty and (
-                fingerprint(read_rows(table, ranges=conditions)) == resolve(pending)
+                return WriteResult.unchanged(
+                    STRATEGY, target.uri, table.version(), resolve(pending), attempts=number + 1
+                )
+            if (
+                skip_unchanged
+                and not empty
+                and (fingerprint(read_rows(table, ranges=conditions)) == resolve(pending))
             ):
-                return WriteResult.unchanged(STRATEGY, target.uri, table.version(),
-                                             resolve(pending), attempts=number + 1)
+                return WriteResult.unchanged(
+                    STRATEGY, target.uri, table.version(), resolve(pending), attempts=number + 1
+                )
             evolve = options.evolve_schema and set(rows.column_names) - set(
-                table_schema(table).names)
+                table_schema(table).names
+            )
             write_deltalake(
                 table,
                 rows if evolve else conform(rows, table_schema(table)),
@@ -142,9 +147,15 @@ def overwrite_slice(
                 schema_mode="merge" if evolve else None,
             )
             version = table.version()
-        return WriteResult.written(STRATEGY, target.uri, version, rows.num_rows,
-                                   resolve(pending), rows_inserted=rows.num_rows,
-                                   attempts=number + 1)
+        return WriteResult.written(
+            STRATEGY,
+            target.uri,
+            version,
+            rows.num_rows,
+            resolve(pending),
+            rows_inserted=rows.num_rows,
+            attempts=number + 1,
+        )
 
     return with_commit_retries(attempt)
 
@@ -177,8 +188,6 @@ def overwrite_partitions(
         skip_unchanged=skip_unchanged,
         known_fingerprint=known_fingerprint,
     )
-
-
 
 
 def overwrite_stream(
@@ -228,17 +237,32 @@ def overwrite_stream(
     def attempt(number: int) -> WriteResult:
         table = target.open()
         if table is not None and skip_unchanged:
-            proven = "checkpoint" if unchanged is not None and unchanged(table, new_fp) else (
-                "content" if slice_fingerprint(table, rng) == new_fp else "")
+            proven = (
+                "checkpoint"
+                if unchanged is not None and unchanged(table, new_fp)
+                else ("content" if slice_fingerprint(table, rng) == new_fp else "")
+            )
             if proven:
                 staged.discard()
-                return WriteResult.unchanged(STRATEGY, target.uri, table.version(), new_fp,
-                                             attempts=number + 1,
-                                             details={"proven_by": proven, "streamed": True})
+                return WriteResult.unchanged(
+                    STRATEGY,
+                    target.uri,
+                    table.version(),
+                    new_fp,
+                    attempts=number + 1,
+                    details={"proven_by": proven, "streamed": True},
+                )
         version = commit_overwrite(target, table, staged, schema, start, end, properties)
-        return WriteResult.written(STRATEGY, target.uri, version, staged.rows, new_fp,
-                                   rows_inserted=staged.rows, attempts=number + 1,
-                                   details={"files_added": len(staged.files), "streamed": True})
+        return WriteResult.written(
+            STRATEGY,
+            target.uri,
+            version,
+            staged.rows,
+            new_fp,
+            rows_inserted=staged.rows,
+            attempts=number + 1,
+            details={"files_added": len(staged.files), "streamed": True},
+        )
 
     try:
         return with_commit_retries(attempt)

@@ -149,7 +149,8 @@ def text_literal(value: str) -> str:
     """A partition key as a SQL string literal: no control characters, quotes doubled."""
     if not isinstance(value, str) or not value or len(value) > _MAX_TEXT_CHARS:
         raise UnsafePredicateError(
-            f"partition value must be text of 1 to {_MAX_TEXT_CHARS} characters, got {value!r}")
+            f"partition value must be text of 1 to {_MAX_TEXT_CHARS} characters, got {value!r}"
+        )
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise UnsafePredicateError(f"partition value {value!r} holds a control character")
     return "'" + value.replace("'", "''") + "'"

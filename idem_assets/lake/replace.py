@@ -54,19 +54,39 @@ def replace_table(
     def attempt(number: int) -> WriteResult:
         table = target.open()
         if table is not None and fingerprint(read_rows(table)) == resolve(pending):
-            return WriteResult.unchanged(STRATEGY, target.uri, table.version(), resolve(pending),
-                                         attempts=number + 1)
+            return WriteResult.unchanged(
+                STRATEGY, target.uri, table.version(), resolve(pending), attempts=number + 1
+            )
         if table is None:
-            write_deltalake(target.uri, rows, mode="error", storage_options=target.options(),
-                            commit_properties=properties, configuration=options.configuration(),
-                            writer_properties=options.writer())
+            write_deltalake(
+                target.uri,
+                rows,
+                mode="error",
+                storage_options=target.options(),
+                commit_properties=properties,
+                configuration=options.configuration(),
+                writer_properties=options.writer(),
+            )
             version = 0
         else:
             check_columns(rows, table, options, exact=True)
-            write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite",
-                            commit_properties=properties, writer_properties=options.writer())
+            write_deltalake(
+                table,
+                rows,
+                mode="overwrite",
+                schema_mode="overwrite",
+                commit_properties=properties,
+                writer_properties=options.writer(),
+            )
             version = table.version()
-        return WriteResult.written(STRATEGY, target.uri, version, rows.num_rows, resolve(pending),
-                                   rows_inserted=rows.num_rows, attempts=number + 1)
+        return WriteResult.written(
+            STRATEGY,
+            target.uri,
+            version,
+            rows.num_rows,
+            resolve(pending),
+            rows_inserted=rows.num_rows,
+            attempts=number + 1,
+        )
 
     return with_commit_retries(attempt)

@@ -29,18 +29,54 @@ class WriteResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def unchanged(cls, strategy: str, table_uri: str, version: int, fingerprint: Fingerprint, *,
-                  attempts: int = 1, details: Mapping[str, Any] | None = None) -> WriteResult:
+    def unchanged(
+        cls,
+        strategy: str,
+        table_uri: str,
+        version: int,
+        fingerprint: Fingerprint,
+        *,
+        attempts: int = 1,
+        details: Mapping[str, Any] | None = None,
+    ) -> WriteResult:
         """A write that found its content already stored and committed nothing."""
-        return cls(strategy, table_uri, version, False, 0, fingerprint, attempts=attempts,
-                   details=dict(details or {}))
+        return cls(
+            strategy,
+            table_uri,
+            version,
+            False,
+            0,
+            fingerprint,
+            attempts=attempts,
+            details=dict(details or {}),
+        )
 
     @classmethod
-    def written(cls, strategy: str, table_uri: str, version: int, rows_written: int,
-                fingerprint: Fingerprint, *, rows_inserted: int = 0, rows_updated: int = 0,
-                rows_deleted: int = 0, attempts: int = 1,
-                details: Mapping[str, Any] | None = None) -> WriteResult:
+    def written(
+        cls,
+        strategy: str,
+        table_uri: str,
+        version: int,
+        rows_written: int,
+        fingerprint: Fingerprint,
+        *,
+        rows_inserted: int = 0,
+        rows_updated: int = 0,
+        rows_deleted: int = 0,
+        attempts: int = 1,
+        details: Mapping[str, Any] | None = None,
+    ) -> WriteResult:
         """A write that committed ``version``."""
-        return cls(strategy, table_uri, version, True, rows_written, fingerprint,
-                   rows_inserted=rows_inserted, rows_updated=rows_updated,
-                   rows_deleted=rows_deleted, attempts=attempts, details=dict(details or {}))
+        return cls(
+            strategy,
+            table_uri,
+            version,
+            True,
+            rows_written,
+            fingerprint,
+            rows_inserted=rows_inserted,
+            rows_updated=rows_updated,
+            rows_deleted=rows_deleted,
+            attempts=attempts,
+            details=dict(details or {}),
+        )

@@ -76,8 +76,9 @@ def footer_stats(metadata: pq.FileMetaData, schema: pa.Schema) -> str:
         if name not in schema.names:
             continue
         kind = schema.field(name).type
-        chunks = [metadata.row_group(g).column(index).statistics
-                  for g in range(metadata.num_row_groups)]
+        chunks = [
+            metadata.row_group(g).column(index).statistics for g in range(metadata.num_row_groups)
+        ]
         if chunks and all(s is not None and s.has_null_count for s in chunks):
             nulls[name] = sum(s.null_count for s in chunks)
         bounded = [s for s in chunks if s is not None and s.has_min_max]
@@ -86,8 +87,10 @@ def footer_stats(metadata: pq.FileMetaData, schema: pa.Schema) -> str:
             highest = _stat_value(max(s.max for s in bounded), kind)
             if lowest is not None and highest is not None:
                 low[name], high[name] = lowest, highest
-    return json.dumps({"numRecords": metadata.num_rows, "minValues": low, "maxValues": high,
-                       "nullCount": nulls}, separators=(",", ":"))
+    return json.dumps(
+        {"numRecords": metadata.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls},
+        separators=(",", ":"),
+    )
 
 
 def typed_partition_value(text: str | None, kind: pa.DataType) -> object:
@@ -127,16 +130,28 @@ class StagedWrite:
     def add_actions(self) -> list[AddAction]:
         """Delta add actions for every staged file (paths relative to the table root)."""
         column = self.partition_column
-        return [AddAction(f.path, f.size, {column: f.partition_value} if column else {},
-                          f.modification_time, True, f.stats) for f in self.files]
+        return [
+            AddAction(
+                f.path,
+                f.size,
+                {column: f.partition_value} if column else {},
+                f.modification_time,
+                True,
+                f.stats,
+            )
+            for f in self.files
+        ]
 
     def batches(self, schema: pa.Schema) -> Iterator[pa.Table]:
         """The staged rows, file by file in bounded batches, typed to ``schema``."""
         fs, base = filesystem(self.table_uri)
         column = self.partition_column
         for staged in self.files:
-            value = (typed_partition_value(staged.partition_value, schema.field(column).type)
-                     if column else None)
+            value = (
+                typed_partition_value(staged.partition_value, schema.field(column).type)
+                if column
+                else None
+            )
             yield from parquet_batches(fs, f"{base}/{staged.path}", schema, column, value)
 
     def fingerprint(self, schema: pa.Schema) -> Fingerprint:
@@ -161,35 +176,42 @@ def _is_hidden(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
-def list_staged(table_uri: str, folder: str, schema: pa.Schema,
-                partition_column: str | None) -> tuple[StagedFile, ...]:
+def list_staged(
+    table_uri: str, folder: str, schema: pa.Schema, partition_column: str | None
+) -> tuple[StagedFile, ...]:
     """Describe every data file under a staging folder from its footer."""
     fs, base = filesystem(table_uri)
     selector = pafs.FileSelector(f"{base}/{folder}", recursive=True, allow_not_found=True)
     files = []
     for info in fs.get_file_info(selector):
-        relative = info.path[len(base) + 1:]
+        relative = info.path[len(base) + 1 :]
         if info.type != pafs.FileType.File or any(_is_hidden(p) for p in relative.split("/")):
             continue
         value = None
         if partition_column:
-            segment = next((p for p in relative.split("/")[1:-1]
-                            if p.startswith(f"{partition_column}=")), None)
+            segment = next(
+                (p for p in relative.split("/")[1:-1] if p.startswith(f"{partition_column}=")), None
+            )
             if segment is None:
-                raise RuntimeError(f"staged file {relative} is outside a {partition_column}= "
-                                   "folder")
+                raise RuntimeError(
+                    f"staged file {relative} is outside a {partition_column}= folder"
+                )
             text = unquote(segment.split("=", 1)[1])
             value = None if text == NULL_PARTITION else text
         with fs.open_input_file(info.path) as handle:
             metadata = pq.ParquetFile(handle).metadata
         mtime = info.mtime_ns // 1_000_000 if info.mtime_ns else int(time.time() * 1000)
-        files.append(StagedFile(relative, info.size, metadata.num_rows, value,
-                                footer_stats(metadata, schema), mtime))
+        files.append(
+            StagedFile(
+                relative, info.size, metadata.num_rows, value, footer_stats(metadata, schema), mtime
+            )
+        )
     return tuple(sorted(files, key=lambda f: f.path))
 
 
-def require_plain_table(table: DeltaTable, partition_column: str | None,
-                        schema: pa.Schema | None = None) -> None:
+def require_plain_table(
+    table: DeltaTable, partition_column: str | None, schema: pa.Schema | None = None
+) -> None:
     """Refuse tables the staged files would not fit: features, constraints, layout, schema.
 
     Files are read and added as plain Parquet, and raw add actions are not checked against
@@ -201,19 +223,27 @@ def require_plain_table(table: DeltaTable, partition_column: str | None,
     writer = set(protocol.writer_features or []) - _PLAIN_WRITER_FEATURES
     constraints = [k for k in table.metadata().configuration if k.startswith("delta.constraints.")]
     invariants = [f.name for f in table.schema().fields if "delta.invariants" in f.metadata]
-    if (protocol.min_reader_version == 2 or 3 <= protocol.min_writer_version <= 6 or reader
-            or writer or constraints or invariants):
+    if (
+        protocol.min_reader_version == 2
+        or 3 <= protocol.min_writer_version <= 6
+        or reader
+        or writer
+        or constraints
+        or invariants
+    ):
         raise ValueError(
             f"{table.table_uri} needs Delta features that staged writes do not apply "
             f"(protocol {protocol.min_reader_version}/{protocol.min_writer_version}, features "
             f"{sorted(reader | writer)}, constraints {constraints}, invariants {invariants}); "
-            "write it with delta-rs's own writer (a table output) or Delta-Spark")
+            "write it with delta-rs's own writer (a table output) or Delta-Spark"
+        )
     partitions = list(table.metadata().partition_columns)
     expected = [partition_column] if partition_column else []
     if partitions != expected:
         raise ValueError(
             f"{table.table_uri} is partitioned by {partitions}, but this write lays files out "
-            f"by {expected}; staged writes lay out whole partitions of that column")
+            f"by {expected}; staged writes lay out whole partitions of that column"
+        )
     if schema is None:
         return
     # Compared as Delta types, so Arrow spellings (string / large_string) do not matter.
@@ -222,16 +252,22 @@ def require_plain_table(table: DeltaTable, partition_column: str | None,
     if given != stored:
         raise ValueError(
             f"{table.table_uri} has columns {stored} but the rows have {given}; "
-            "staged files have the table's schema only (no schema evolution)")
+            "staged files have the table's schema only (no schema evolution)"
+        )
 
 
-def create_table(target: LakeTable, staged: StagedWrite, schema: pa.Schema,
-                 properties: CommitProperties) -> None:
+def create_table(
+    target: LakeTable, staged: StagedWrite, schema: pa.Schema, properties: CommitProperties
+) -> None:
     """Create the table from staged files in one commit (mode="error": a racer makes it fail)."""
     create_table_with_add_actions(
-        target.uri, Schema.from_arrow(nullable(schema)), staged.add_actions(), mode="error",
+        target.uri,
+        Schema.from_arrow(nullable(schema)),
+        staged.add_actions(),
+        mode="error",
         partition_by=[staged.partition_column] if staged.partition_column else None,
-        storage_options=target.options(), commit_properties=properties,
+        storage_options=target.options(),
+        commit_properties=properties,
     )
 
 
@@ -275,14 +311,23 @@ def _by_partition(rows: pa.Table, column: str | None) -> Iterator[tuple[str | No
         return
     for value in values:
         kind = rows.schema.field(column).type
-        mask = (pc.is_null(rows.column(column)) if value is None
-                else pc.equal(rows.column(column), pa.scalar(value, kind)))
+        mask = (
+            pc.is_null(rows.column(column))
+            if value is None
+            else pc.equal(rows.column(column), pa.scalar(value, kind))
+        )
         yield _partition_text(value), rows.filter(mask)
 
 
-def stage_batches(target: LakeTable, batches: Iterable[pa.Table], schema: pa.Schema,
-                  partition_column: str | None, *, prefix: str = STREAM_PREFIX,
-                  rows_per_file: int = ROWS_PER_FILE) -> StagedWrite:
+def stage_batches(
+    target: LakeTable,
+    batches: Iterable[pa.Table],
+    schema: pa.Schema,
+    partition_column: str | None,
+    *,
+    prefix: str = STREAM_PREFIX,
+    rows_per_file: int = ROWS_PER_FILE,
+) -> StagedWrite:
     """Write ``batches`` (typed to ``schema``) as Parquet files under a new staging folder.
 
     One file is open per partition value and rolls over at ``rows_per_file``; each batch
@@ -290,19 +335,25 @@ def stage_batches(target: LakeTable, batches: Iterable[pa.Table], schema: pa.Sch
     whole stream. If the source fails, the folder is deleted and the error re-raised.
     """
     schema = nullable(schema)
-    file_schema = (schema.remove(schema.get_field_index(partition_column))
-                   if partition_column else schema)
+    file_schema = (
+        schema.remove(schema.get_field_index(partition_column)) if partition_column else schema
+    )
     folder = f"{prefix}{uuid.uuid4().hex}"
     fs, base = filesystem(target.uri)
     writers: dict[str | None, tuple[pq.ParquetWriter, int]] = {}
     numbers = itertools.count()
 
     def open_writer(text: str | None) -> pq.ParquetWriter:
-        parent = f"{base}/{folder}" + (f"/{partition_column}={quote(text or '')}"
-                                       if partition_column else "")
+        parent = f"{base}/{folder}" + (
+            f"/{partition_column}={quote(text or '')}" if partition_column else ""
+        )
         fs.create_dir(parent, recursive=True)
-        return pq.ParquetWriter(f"{parent}/part-{next(numbers):05d}.parquet", file_schema,
-                                filesystem=fs, compression="snappy")
+        return pq.ParquetWriter(
+            f"{parent}/part-{next(numbers):05d}.parquet",
+            file_schema,
+            filesystem=fs,
+            compression="snappy",
+        )
 
     try:
         for rows in batches:
@@ -326,9 +377,15 @@ def stage_batches(target: LakeTable, batches: Iterable[pa.Table], schema: pa.Sch
     return StagedWrite(target.uri, folder, files, partition_column)
 
 
-def commit_overwrite(target: LakeTable, table: DeltaTable | None, staged: StagedWrite,
-                     schema: pa.Schema, start: dt.date, end: dt.date,
-                     properties: CommitProperties) -> int:
+def commit_overwrite(
+    target: LakeTable,
+    table: DeltaTable | None,
+    staged: StagedWrite,
+    schema: pa.Schema,
+    start: dt.date,
+    end: dt.date,
+    properties: CommitProperties,
+) -> int:
     """Commit ``staged`` as the new content of partitions ``[start, end)``; the new version.
 
     One transaction adds the staged files and removes the range's old ones (creating the
@@ -342,8 +399,11 @@ def commit_overwrite(target: LakeTable, table: DeltaTable | None, staged: Staged
         return 0
     require_plain_table(table, column, schema)
     table.create_write_transaction(
-        staged.add_actions(), mode="overwrite", schema=table_schema(table),
+        staged.add_actions(),
+        mode="overwrite",
+        schema=table_schema(table),
         partition_by=[column],
         partition_filters=[(column, ">=", start.isoformat()), (column, "<", end.isoformat())],
-        commit_properties=properties)
+        commit_properties=properties,
+    )
     return next_version(table)

@@ -27,8 +27,13 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     return fs, path
 
 
-def parquet_batches(fs: pafs.FileSystem, path: str, schema: pa.Schema,
-                    partition_column: str | None, partition_value: object) -> Iterator[pa.Table]:
+def parquet_batches(
+    fs: pafs.FileSystem,
+    path: str,
+    schema: pa.Schema,
+    partition_column: str | None,
+    partition_value: object,
+) -> Iterator[pa.Table]:
     """One Parquet data file's rows in bounded batches, typed to ``schema``.
 
     Data files do not hold their partition column; it is added from ``partition_value``
@@ -40,7 +45,8 @@ def parquet_batches(fs: pafs.FileSystem, path: str, schema: pa.Schema,
             if partition_column:
                 kind = schema.field(partition_column).type
                 rows = rows.append_column(
-                    partition_column, pa.array([partition_value] * rows.num_rows, kind))
+                    partition_column, pa.array([partition_value] * rows.num_rows, kind)
+                )
             yield conform(rows, schema)
 
 
@@ -53,8 +59,9 @@ class DataFile:
     partition_value: object  # typed (e.g. a date); None when unpartitioned or null
 
 
-def data_files(table: DeltaTable, partition_column: str | None,
-               keep: Callable[[object], bool] | None = None) -> list[DataFile]:
+def data_files(
+    table: DeltaTable, partition_column: str | None, keep: Callable[[object], bool] | None = None
+) -> list[DataFile]:
     """The table's data files, optionally only those whose partition value ``keep`` accepts."""
     out = []
     for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
@@ -71,8 +78,9 @@ def file_location(table: DeltaTable, path: str) -> str:
     return f"{table.table_uri.rstrip('/')}/{path}"
 
 
-def stored_batches(table: DeltaTable, partition_column: str | None,
-                   keep: Callable[[object], bool] | None = None) -> Iterator[pa.Table]:
+def stored_batches(
+    table: DeltaTable, partition_column: str | None, keep: Callable[[object], bool] | None = None
+) -> Iterator[pa.Table]:
     """The stored rows of the kept partitions, in bounded batches typed to the table schema."""
     # Read with pyarrow from the paths in the Delta log, not with
     # DeltaTable.to_pyarrow_dataset, whose filesystem bridge can abort the interpreter at exit.
@@ -93,6 +101,7 @@ def table_fingerprint(target: LakeTable) -> Fingerprint | None:
 
 def slice_fingerprint(table: DeltaTable, condition: Range) -> Fingerprint:
     """Fingerprint of the stored rows of the partitions within ``condition``."""
+
     def keep(value: object) -> bool:
         return value is not None and condition.start <= value < condition.end  # type: ignore[operator]
 

@@ -84,8 +84,9 @@ def read_rows(
         return wanted.empty_table()
     stored = table_schema(table)
     wanted = stored if columns is None else pa.schema([stored.field(c) for c in columns])
-    reader = table.scan(columns=list(columns) if columns else None,
-                        predicate=conjunction(tuple(ranges)) or None)
+    reader = table.scan(
+        columns=list(columns) if columns else None, predicate=conjunction(tuple(ranges)) or None
+    )
     batches = _matching(reader, keys) if keys is not None else _batches(reader)
     # The engine hands out string views; give callers the table's declared types.
     return pa.Table.from_batches([b.cast(wanted) for b in batches], schema=wanted)
@@ -149,8 +150,9 @@ class SchemaMismatchError(ValueError):
     """Data whose columns are not the table's; the message names them and the way out."""
 
 
-def check_columns(rows: pa.Table, table: DeltaTable, options: WriteOptions, *,
-                  exact: bool = False) -> None:
+def check_columns(
+    rows: pa.Table, table: DeltaTable, options: WriteOptions, *, exact: bool = False
+) -> None:
     """Refuse columns the table lacks (and, ``exact``, lacking the table's), unless the
     schema may evolve: a column is never dropped or added silently."""
     if options.evolve_schema:
@@ -159,12 +161,14 @@ def check_columns(rows: pa.Table, table: DeltaTable, options: WriteOptions, *,
     extra = [name for name in rows.column_names if name not in stored]
     missing = sorted(stored - set(rows.column_names)) if exact else []
     if extra or missing:
-        problems = ([f"column(s) {', '.join(extra)} that the table does not have"] if extra
-                    else []) + ([f"no column(s) {', '.join(missing)}"] if missing else [])
+        problems = (
+            [f"column(s) {', '.join(extra)} that the table does not have"] if extra else []
+        ) + ([f"no column(s) {', '.join(missing)}"] if missing else [])
         raise SchemaMismatchError(
             f"the output has {' and '.join(problems)} (table columns: "
             f"{', '.join(sorted(stored))}); nothing was written. Set overwrite_schema=True "
-            "(IO manager) to change the table's columns, or match them in the output")
+            "(IO manager) to change the table's columns, or match them in the output"
+        )
 
 
 def is_conflict(error: BaseException) -> bool:

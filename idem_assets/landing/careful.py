@@ -42,8 +42,9 @@ def _string_table(names: list[str], columns: list[list[str | None]]) -> pa.Table
 def parse_csv_rows(data: bytes, relpath: str, delimiter: str = ",") -> RawRows:
     """Parse CSV record by record; bad rows become rejects, an open quote at EOF an error."""
     text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
-    reader = csv.reader(itertools.chain(io.StringIO(text, newline=""), [_EOF_SENTINEL]),
-                        delimiter=delimiter)
+    reader = csv.reader(
+        itertools.chain(io.StringIO(text, newline=""), [_EOF_SENTINEL]), delimiter=delimiter
+    )
     header: list[str] | None = None
     columns: list[list[str | None]] = []
     row_numbers: list[int] = []
@@ -58,7 +59,7 @@ def parse_csv_rows(data: bytes, relpath: str, delimiter: str = ",") -> RawRows:
             raise LandingFileError(
                 relpath,
                 f"unterminated quoted field in {where} (starting on line {last_line + 1}) "
-                "swallows the rest of the file; close or escape the quote (\"\") and re-deliver",
+                'swallows the rest of the file; close or escape the quote ("") and re-deliver',
             )
         start_line, last_line = last_line + 1, reader.line_num
         if not record:
@@ -119,8 +120,9 @@ def parse_jsonl_rows(data: bytes, relpath: str) -> RawRows:
         try:
             value = json.loads(line.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            reason = (f"line {line_no} is not valid UTF-8 (byte offset {exc.start}), "
-                      "re-export as UTF-8")
+            reason = (
+                f"line {line_no} is not valid UTF-8 (byte offset {exc.start}), re-export as UTF-8"
+            )
             rejected.append(RejectedRow(data_row, reason, raw))
             continue
         except json.JSONDecodeError as exc:

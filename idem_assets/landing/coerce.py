@@ -26,8 +26,10 @@ else:
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 # Date, T or space, time, optional fraction of 0-9 digits, optional offset (Z, +hh:mm,
 # +hhmm or +hh), optionally after one space (as strftime's "%Y-%m-%d %H:%M:%S %z" writes).
-TIMESTAMP_PATTERN = (r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:[.,](\d{0,9}))?"
-                     r" ?([Zz]|[+-]\d{2}(?::?\d{2})?)?$")
+TIMESTAMP_PATTERN = (
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:[.,](\d{0,9}))?"
+    r" ?([Zz]|[+-]\d{2}(?::?\d{2})?)?$"
+)
 # chrono (strftime) syntax; idem_assets.spark.times spells the same forms for Java's
 # DateTimeFormatter, which shares no syntax with it.
 _DATE_FORMAT = "%Y-%m-%d"
@@ -35,8 +37,10 @@ _ZONED_FORMAT = "%Y-%m-%dT%H:%M:%S%.f%:z"
 _NAIVE_FORMAT = "%Y-%m-%dT%H:%M:%S%.f"
 # A value longer than this is cut short in a reason message (on both engines).
 SHOWN_CHARS = 60
-TIMESTAMP_FORMS = ("YYYY-MM-DD[T| ]hh:mm:ss[.f up to 9 digits][Z|+hh:mm|+hhmm|+hh] "
-                   "(no offset: the source's time zone)")
+TIMESTAMP_FORMS = (
+    "YYYY-MM-DD[T| ]hh:mm:ss[.f up to 9 digits][Z|+hh:mm|+hhmm|+hh] "
+    "(no offset: the source's time zone)"
+)
 BOOL_TRUE = ("true", "1", "yes")
 BOOL_FALSE = ("false", "0", "no")
 INT32_RANGE = (-(2**31), 2**31 - 1)
@@ -70,9 +74,13 @@ class ReadAs:
     @classmethod
     def of(cls, contract: SourceContract, column: str) -> ReadAs:
         """The reading options a contract declares for ``column``."""
-        return cls(contract.timezone, contract.epoch_columns.get(column),
-                   contract.decimal_separator, contract.thousands_separator,
-                   contract.max_field_bytes)
+        return cls(
+            contract.timezone,
+            contract.epoch_columns.get(column),
+            contract.decimal_separator,
+            contract.thousands_separator,
+            contract.max_field_bytes,
+        )
 
     @property
     def separators(self) -> numbers.Separators:
@@ -105,9 +113,18 @@ def type_name(dtype: pl.DataType) -> str:
         return "integer"
     if dtype.is_float():
         return "float"
-    kinds = {pl.Datetime: "timestamp", pl.Date: "date", pl.Boolean: "boolean", pl.Struct: "object",
-             pl.List: "list", pl.Array: "list", pl.Binary: "binary", pl.Decimal: "decimal",
-             pl.Time: "time of day", pl.Duration: "duration"}
+    kinds = {
+        pl.Datetime: "timestamp",
+        pl.Date: "date",
+        pl.Boolean: "boolean",
+        pl.Struct: "object",
+        pl.List: "list",
+        pl.Array: "list",
+        pl.Binary: "binary",
+        pl.Decimal: "decimal",
+        pl.Time: "time of day",
+        pl.Duration: "duration",
+    }
     return next((word for kind, word in kinds.items() if isinstance(dtype, kind)), str(dtype))
 
 
@@ -130,8 +147,11 @@ def _number_reason(name: str, text: pl.Expr, kind: str, read_as: ReadAs) -> pl.E
     base = _value_reason(name, f"is not {kind} like {example}", text)
     hint = numbers.SEPARATOR_HINT
     if read_as.separators.is_default:
-        return pl.when(text.str.contains(",", literal=True)).then(
-            pl.concat_str([base, pl.lit(hint)])).otherwise(base)
+        return (
+            pl.when(text.str.contains(",", literal=True))
+            .then(pl.concat_str([base, pl.lit(hint)]))
+            .otherwise(base)
+        )
     return base
 
 
@@ -139,10 +159,12 @@ def _int_from_text(name: str, text: pl.Expr, read_as: ReadAs) -> Coerced:
     plain = numbers.canonical_integer(text, read_as.separators)
     value = plain.cast(pl.Int64, strict=False)
     error = (
-        pl.when(text.is_null()).then(pl.lit(None, pl.String))
-        .when(plain.is_null()).then(_number_reason(
-            name, text, "an integer", read_as))
-        .when(value.is_null()).then(_value_reason(name, "is outside int64", text))
+        pl.when(text.is_null())
+        .then(pl.lit(None, pl.String))
+        .when(plain.is_null())
+        .then(_number_reason(name, text, "an integer", read_as))
+        .when(value.is_null())
+        .then(_value_reason(name, "is outside int64", text))
     )
     return Coerced(value, error)
 
@@ -173,13 +195,17 @@ def to_int32(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Co
     low, high = INT32_RANGE
     fits = wide.value.is_between(low, high)
     value = pl.when(fits).then(wide.value)
-    error = pl.when(wide.value.is_not_null() & ~fits).then(
-        _value_reason(name, "is outside int32", raw)).otherwise(wide.error)
+    error = (
+        pl.when(wide.value.is_not_null() & ~fits)
+        .then(_value_reason(name, "is outside int32", raw))
+        .otherwise(wide.error)
+    )
     return Coerced(value, error)
 
 
-def to_decimal(name: str, raw: pl.Expr, dtype: pl.DataType, target: pa.Decimal128Type,
-               read_as: ReadAs) -> Coerced:
+def to_decimal(
+    name: str, raw: pl.Expr, dtype: pl.DataType, target: pa.Decimal128Type, read_as: ReadAs
+) -> Coerced:
     """decimal(p, s) from integers, decimals and numbers/text with at most s decimals."""
     kind = polars_type(target)
     exact = isinstance(dtype, pl.Decimal) and (dtype.scale or 0) <= target.scale
@@ -191,8 +217,9 @@ def to_decimal(name: str, raw: pl.Expr, dtype: pl.DataType, target: pa.Decimal12
         return _type_error(name, raw, dtype, "a decimal number")
     text = _text(raw)
     # Floats and wide decimals are judged by their text, so nothing is rounded on the way.
-    plain = numbers.canonical_decimal(text, read_as.separators if dtype == pl.String
-                                      else numbers.Separators())
+    plain = numbers.canonical_decimal(
+        text, read_as.separators if dtype == pl.String else numbers.Separators()
+    )
     rules = numbers.DecimalShape(target.precision, target.scale)
     extra = plain.str.contains(rules.extra_digits)
     fits = plain.str.contains(rules.fits)
@@ -200,11 +227,18 @@ def to_decimal(name: str, raw: pl.Expr, dtype: pl.DataType, target: pa.Decimal12
         plain.str.replace(rules.trim, "${1}").cast(kind, strict=False)  # Rust's group syntax
     )
     error = (
-        pl.when(text.is_null()).then(pl.lit(None, pl.String))
-        .when(plain.is_null()).then(_number_reason(name, text, "a decimal number", read_as))
-        .when(extra).then(_value_reason(
-            name, f"has more than {target.scale} decimal places (never rounded)", text))
-        .when(value.is_null()).then(_value_reason(name, f"does not fit {target}", text))
+        pl.when(text.is_null())
+        .then(pl.lit(None, pl.String))
+        .when(plain.is_null())
+        .then(_number_reason(name, text, "a decimal number", read_as))
+        .when(extra)
+        .then(
+            _value_reason(
+                name, f"has more than {target.scale} decimal places (never rounded)", text
+            )
+        )
+        .when(value.is_null())
+        .then(_value_reason(name, f"does not fit {target}", text))
     )
     return Coerced(value, error)
 
@@ -219,7 +253,8 @@ def to_float(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Co
     plain = numbers.canonical_float(text, read_as.separators)
     value = plain.cast(pl.Float64, strict=False)
     error = pl.when(text.is_not_null() & value.is_null()).then(
-        _number_reason(name, text, "a number", read_as))
+        _number_reason(name, text, "a number", read_as)
+    )
     return Coerced(value, error)
 
 
@@ -234,11 +269,16 @@ def to_bool(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
     if dtype != pl.String:
         return _type_error(name, raw, dtype, "a boolean")
     text = _text(raw).str.to_lowercase()
-    value = (pl.when(text.is_in(BOOL_TRUE)).then(pl.lit(True))
-             .when(text.is_in(BOOL_FALSE)).then(pl.lit(False)))
+    value = (
+        pl.when(text.is_in(BOOL_TRUE))
+        .then(pl.lit(True))
+        .when(text.is_in(BOOL_FALSE))
+        .then(pl.lit(False))
+    )
     choices = "/".join((*BOOL_TRUE, *BOOL_FALSE))
     error = pl.when(text.is_not_null() & value.is_null()).then(
-        _value_reason(name, f"is not a boolean ({choices})", _text(raw)))
+        _value_reason(name, f"is not a boolean ({choices})", _text(raw))
+    )
     return Coerced(value, error)
 
 
@@ -252,9 +292,12 @@ def to_date(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
     shaped = text.str.contains(DATE_PATTERN)
     value = pl.when(shaped).then(text.str.to_date(_DATE_FORMAT, strict=False))
     error = (
-        pl.when(text.is_null()).then(pl.lit(None, pl.String))
-        .when(~shaped).then(_value_reason(name, "is not a date in the form YYYY-MM-DD", text))
-        .when(value.is_null()).then(_value_reason(name, "is not a valid calendar date", text))
+        pl.when(text.is_null())
+        .then(pl.lit(None, pl.String))
+        .when(~shaped)
+        .then(_value_reason(name, "is not a date in the form YYYY-MM-DD", text))
+        .when(value.is_null())
+        .then(_value_reason(name, "is not a valid calendar date", text))
     )
     return Coerced(value, error)
 
@@ -268,17 +311,22 @@ def _local_to_utc(naive: pl.Expr, timezone: str) -> pl.Expr:
     if timezone == "UTC":
         return naive.dt.replace_time_zone("UTC")
     return naive.dt.replace_time_zone(
-        timezone, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
+        timezone, ambiguous="earliest", non_existent="null"
+    ).dt.convert_time_zone("UTC")
 
 
 def _offset(text: pl.Expr) -> pl.Expr:
     """An offset as ``+hh:mm`` from ``Z``, ``+hh:mm``, ``+hhmm`` or ``+hh``."""
     upper = text.str.to_uppercase()
-    return (pl.when(upper == "Z").then(pl.lit("+00:00"))
-            .when(text.str.len_chars() == 3).then(text + pl.lit(":00"))
-            .when(text.str.len_chars() == 5).then(
-                pl.concat_str([text.str.slice(0, 3), pl.lit(":"), text.str.slice(3, 2)]))
-            .otherwise(text))
+    return (
+        pl.when(upper == "Z")
+        .then(pl.lit("+00:00"))
+        .when(text.str.len_chars() == 3)
+        .then(text + pl.lit(":00"))
+        .when(text.str.len_chars() == 5)
+        .then(pl.concat_str([text.str.slice(0, 3), pl.lit(":"), text.str.slice(3, 2)]))
+        .otherwise(text)
+    )
 
 
 def _epoch_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, unit: EpochUnit) -> Coerced:
@@ -312,18 +360,24 @@ def to_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -
         return _epoch_timestamp(name, raw, dtype, read_as.epoch)
     target = pl.Datetime("us", "UTC")
     if isinstance(dtype, pl.Datetime):
-        utc = _local_to_utc(raw, read_as.timezone) if dtype.time_zone is None else (
-            raw.dt.convert_time_zone("UTC"))
+        utc = (
+            _local_to_utc(raw, read_as.timezone)
+            if dtype.time_zone is None
+            else (raw.dt.convert_time_zone("UTC"))
+        )
         gap = raw.is_not_null() & utc.is_null()
-        zone_reason = _value_reason(name, f"does not exist in {read_as.timezone} (a "
-                                    "daylight-saving gap)", raw)
+        zone_reason = _value_reason(
+            name, f"does not exist in {read_as.timezone} (a daylight-saving gap)", raw
+        )
         if dtype.time_unit != "ns":
             return Coerced(utc.cast(target), pl.when(gap).then(zone_reason))
         sub_micro = raw.dt.nanosecond() % 1000 != 0
         value = pl.when(~sub_micro).then(utc.cast(target))
         rule = "has sub-microsecond precision (it would be truncated)"
-        return Coerced(value, pl.when(sub_micro).then(_value_reason(name, rule, raw))
-                       .when(gap).then(zone_reason))
+        return Coerced(
+            value,
+            pl.when(sub_micro).then(_value_reason(name, rule, raw)).when(gap).then(zone_reason),
+        )
     if dtype != pl.String:
         return _type_error(name, raw, dtype, f"an ISO-8601 timestamp {TIMESTAMP_FORMS}")
     text = _text(raw)
@@ -337,26 +391,33 @@ def to_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -
         # Naive means UTC: one parse, the missing offset read as +00:00.
         naive = local = None
         parsed = pl.concat_str([canonical, _offset(offset.fill_null("Z"))]).str.to_datetime(
-            _ZONED_FORMAT, time_unit="us", time_zone="UTC", strict=False)
+            _ZONED_FORMAT, time_unit="us", time_zone="UTC", strict=False
+        )
     else:
         zoned = pl.concat_str([canonical, _offset(offset)]).str.to_datetime(
-            _ZONED_FORMAT, time_unit="us", time_zone="UTC", strict=False)
+            _ZONED_FORMAT, time_unit="us", time_zone="UTC", strict=False
+        )
         naive = canonical.str.to_datetime(_NAIVE_FORMAT, time_unit="us", strict=False)
         local = _local_to_utc(naive, read_as.timezone)
         parsed = pl.when(offset.is_null()).then(local).otherwise(zoned)
     value = pl.when(day.is_not_null() & ~sub_micro.fill_null(False)).then(parsed)
     error = (
-        pl.when(text.is_null()).then(pl.lit(None, pl.String))
-        .when(day.is_null()).then(
-            _value_reason(name, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}", text))
-        .when(sub_micro).then(_value_reason(name, "has sub-microsecond precision", text))
+        pl.when(text.is_null())
+        .then(pl.lit(None, pl.String))
+        .when(day.is_null())
+        .then(_value_reason(name, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}", text))
+        .when(sub_micro)
+        .then(_value_reason(name, "has sub-microsecond precision", text))
     )
     if naive is not None and local is not None:
         error = error.when(offset.is_null() & naive.is_not_null() & local.is_null()).then(
-            _value_reason(name, f"does not exist in {read_as.timezone} (a daylight-saving gap)",
-                          text))
+            _value_reason(
+                name, f"does not exist in {read_as.timezone} (a daylight-saving gap)", text
+            )
+        )
     error = error.when(value.is_null()).then(
-        _value_reason(name, "is not a valid date and time", text))
+        _value_reason(name, "is not a valid date and time", text)
+    )
     return Coerced(value.cast(target), error)
 
 
@@ -390,8 +451,9 @@ def to_string(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
     return Coerced(value, pl.when(bad).then(reason))
 
 
-def _typed(name: str, raw: pl.Expr, target: pa.DataType, dtype: pl.DataType,
-           read_as: ReadAs) -> Coerced:
+def _typed(
+    name: str, raw: pl.Expr, target: pa.DataType, dtype: pl.DataType, read_as: ReadAs
+) -> Coerced:
     if pa.types.is_int64(target):
         return to_int(name, raw, dtype, read_as)
     if pa.types.is_int32(target):
@@ -411,8 +473,9 @@ def _typed(name: str, raw: pl.Expr, target: pa.DataType, dtype: pl.DataType,
     raise TypeError(f"contract type {target} of column {name} has no coercion")
 
 
-def coerce(name: str, target: pa.DataType, dtype: pl.DataType,
-           read_as: ReadAs | None = None) -> Coerced:
+def coerce(
+    name: str, target: pa.DataType, dtype: pl.DataType, read_as: ReadAs | None = None
+) -> Coerced:
     """The contract-typed value of raw column ``name`` (polars type ``dtype``) and its errors."""
     read_as = read_as or ReadAs()
     raw = pl.col(name)

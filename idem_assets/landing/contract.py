@@ -107,5 +107,6 @@ class DayBeforeFirstDayError(ValueError):
         super().__init__(
             f"{contract.name}: day(s) {shown} are before the source's first partition day "
             f"{first}: they are not partitions of its asset. Set first_day in the source's "
-            "declaration to an earlier day to load them")
+            "declaration to an earlier day to load them"
+        )
         self.days = days

@@ -92,9 +92,7 @@ def is_hidden(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
-def _discover(
-    landing_dir: str | Path, folder: Path, formats: tuple[str, ...]
-) -> Discovery:
+def _discover(landing_dir: str | Path, folder: Path, formats: tuple[str, ...]) -> Discovery:
     if not folder.is_dir():
         return Discovery((), {})
     files: list[Path] = []
@@ -150,8 +148,11 @@ def day_folders(landing_dir: str | Path, contract: SourceContract) -> dict[dt.da
 
 def list_days(landing_dir: str | Path, contract: SourceContract) -> list[dt.date]:
     """The days whose folder holds at least one readable file, ascending."""
-    return sorted(day for day in day_folders(landing_dir, contract)
-                  if discover_day(landing_dir, contract, day).files)
+    return sorted(
+        day
+        for day in day_folders(landing_dir, contract)
+        if discover_day(landing_dir, contract, day).files
+    )
 
 
 def sha256_file(path: Path) -> str:
@@ -197,8 +198,11 @@ class HashCache:
     stamp was the same before and after reading it.
     """
 
-    def __init__(self, known: Mapping[str, Sequence[Any]] | None = None,
-                 settle_seconds: float = SETTLE_SECONDS) -> None:
+    def __init__(
+        self,
+        known: Mapping[str, Sequence[Any]] | None = None,
+        settle_seconds: float = SETTLE_SECONDS,
+    ) -> None:
         self.settle_seconds = settle_seconds
         self._known: dict[str, tuple[FileStamp, str]] = {}
         for relpath, entry in (known or {}).items():
@@ -227,8 +231,10 @@ class HashCache:
 
     def kept(self) -> dict[str, list[Any]]:
         """The hashes worth keeping for the next run (JSON-friendly)."""
-        return {rel: [stamp.size, stamp.mtime_ns, stamp.ctime_ns, stamp.inode, stamp.device, sha]
-                for rel, (stamp, sha) in sorted(self._kept.items())}
+        return {
+            rel: [stamp.size, stamp.mtime_ns, stamp.ctime_ns, stamp.inode, stamp.device, sha]
+            for rel, (stamp, sha) in sorted(self._kept.items())
+        }
 
 
 def files_signature(entries: Iterable[tuple[str, str]]) -> str | None:
@@ -239,8 +245,9 @@ def files_signature(entries: Iterable[tuple[str, str]]) -> str | None:
     return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
 
 
-def _signature(landing_dir: str | Path, files: Iterable[Path],
-               cache: HashCache | None) -> str | None:
+def _signature(
+    landing_dir: str | Path, files: Iterable[Path], cache: HashCache | None
+) -> str | None:
     entries = []
     for path in files:
         relpath = relpath_of(landing_dir, path)
@@ -250,14 +257,17 @@ def _signature(landing_dir: str | Path, files: Iterable[Path],
 
 
 def day_signature(
-    landing_dir: str | Path, contract: SourceContract, day: dt.date,
+    landing_dir: str | Path,
+    contract: SourceContract,
+    day: dt.date,
     cache: HashCache | None = None,
 ) -> str | None:
     """Fingerprint of everything the reader would read for ``day``; None if it has no files."""
     return _signature(landing_dir, discover_day(landing_dir, contract, day).files, cache)
 
 
-def snapshot_signature(landing_dir: str | Path, contract: SourceContract,
-                       cache: HashCache | None = None) -> str | None:
+def snapshot_signature(
+    landing_dir: str | Path, contract: SourceContract, cache: HashCache | None = None
+) -> str | None:
     """Fingerprint of the newest snapshot file; None if there is none."""
     return _signature(landing_dir, discover_snapshot(landing_dir, contract).files, cache)

@@ -24,8 +24,9 @@ def row_numbers(count: int) -> pa.Array:
     return pl.int_range(1, count + 1, dtype=pl.Int64, eager=True).to_arrow()
 
 
-def read_raw(data: bytes, fmt: str, relpath: str, string_columns: frozenset[str],
-             delimiter: str = ",") -> RawRows:
+def read_raw(
+    data: bytes, fmt: str, relpath: str, string_columns: frozenset[str], delimiter: str = ","
+) -> RawRows:
     """Parse one file's bytes; ``string_columns`` are JSON keys kept as JSON text."""
     if not data:
         return empty_raw("zero-byte file: read as 0 rows")
@@ -54,12 +55,28 @@ def _read_parquet(data: bytes, relpath: str) -> RawRows:
 
 def _polars_native(kind: pa.DataType) -> bool:
     t = pa.types
-    return any(check(kind) for check in (
-        t.is_integer, t.is_floating, t.is_boolean, t.is_string, t.is_large_string,
-        t.is_string_view, t.is_binary, t.is_large_binary, t.is_date32, t.is_timestamp,
-        t.is_decimal128, t.is_struct, t.is_list, t.is_large_list, t.is_null, t.is_time,
-        t.is_duration,
-    ))
+    return any(
+        check(kind)
+        for check in (
+            t.is_integer,
+            t.is_floating,
+            t.is_boolean,
+            t.is_string,
+            t.is_large_string,
+            t.is_string_view,
+            t.is_binary,
+            t.is_large_binary,
+            t.is_date32,
+            t.is_timestamp,
+            t.is_decimal128,
+            t.is_struct,
+            t.is_list,
+            t.is_large_list,
+            t.is_null,
+            t.is_time,
+            t.is_duration,
+        )
+    )
 
 
 def _polars_ready(table: pa.Table) -> pa.Table:

@@ -17,8 +17,12 @@ DEFAULT_DAILY_LAYOUT = "{source}/date={date}"
 DEFAULT_SNAPSHOT_LAYOUT = "{source}"
 PLACEHOLDERS = ("source", "date", "yyyy", "mm", "dd")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
-_PATTERNS = {"date": r"(?P<date>\d{4}-\d{2}-\d{2})", "yyyy": r"(?P<yyyy>\d{4})",
-             "mm": r"(?P<mm>\d{2})", "dd": r"(?P<dd>\d{2})"}
+_PATTERNS = {
+    "date": r"(?P<date>\d{4}-\d{2}-\d{2})",
+    "yyyy": r"(?P<yyyy>\d{4})",
+    "mm": r"(?P<mm>\d{2})",
+    "dd": r"(?P<dd>\d{2})",
+}
 # Literal text allowed around placeholders: no path tricks, no glob characters.
 _LITERAL = re.compile(r"^[A-Za-z0-9_.=-]*$")
 
@@ -55,8 +59,12 @@ class Layout:
             raise ValueError(f"layout {self.template!r} names a day: give one")
         values = {"source": self.source}
         if day is not None:
-            values |= {"date": day.isoformat(), "yyyy": f"{day.year:04d}",
-                       "mm": f"{day.month:02d}", "dd": f"{day.day:02d}"}
+            values |= {
+                "date": day.isoformat(),
+                "yyyy": f"{day.year:04d}",
+                "mm": f"{day.month:02d}",
+                "dd": f"{day.day:02d}",
+            }
         return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.template)
 
     def path(self, landing_dir: str | Path, day: dt.date | None = None) -> Path:
@@ -133,19 +141,25 @@ def _names(text: str) -> list[str]:
 def _template_problem(template: str) -> str | None:
     """Why ``template`` is not a usable layout, or None."""
     if not template or template.startswith("/") or template.endswith("/"):
-        return (f"layout {template!r} must be a relative folder path like "
-                f"'{DEFAULT_DAILY_LAYOUT}', '{{source}}/{{yyyy}}/{{mm}}/{{dd}}' or "
-                "'{source}/dt={date}'")
+        return (
+            f"layout {template!r} must be a relative folder path like "
+            f"'{DEFAULT_DAILY_LAYOUT}', '{{source}}/{{yyyy}}/{{mm}}/{{dd}}' or "
+            "'{source}/dt={date}'"
+        )
     names = _names(template)
     unknown = sorted(set(names) - set(PLACEHOLDERS))
     if unknown:
-        return (f"layout {template!r} has unknown placeholder(s) {', '.join(unknown)}; "
-                f"allowed: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+        return (
+            f"layout {template!r} has unknown placeholder(s) {', '.join(unknown)}; "
+            f"allowed: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
+        )
     for segment in template.split("/"):
         literal = _PLACEHOLDER.sub("", segment)
         if segment in ("", ".", "..") or not _LITERAL.match(literal):
-            return (f"layout {template!r}: segment {segment!r} may hold only letters, digits, "
-                    "'_', '-', '.', '=' and placeholders")
+            return (
+                f"layout {template!r}: segment {segment!r} may hold only letters, digits, "
+                "'_', '-', '.', '=' and placeholders"
+            )
     counts = {name: names.count(name) for name in PLACEHOLDERS}
     parts = {"yyyy", "mm", "dd"}
     named_parts = {name for name in parts if counts[name]}

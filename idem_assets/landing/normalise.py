@@ -60,19 +60,40 @@ def _row_rules(contract: SourceContract, partition_date: dt.date | None) -> list
         rules.append(_Rule(missing, pl.lit(f"{key}: natural key is null or blank")))
     version = contract.version_column
     if version and version not in contract.natural_key:
-        rules.append(_Rule(pl.col(version).is_null(), pl.lit(
-            f"{version}: version column is null, so newest-wins cannot order this row")))
+        rules.append(
+            _Rule(
+                pl.col(version).is_null(),
+                pl.lit(f"{version}: version column is null, so newest-wins cannot order this row"),
+            )
+        )
     if contract.date_column and partition_date is not None:
         column, folder = pl.col(contract.date_column), partition_date.isoformat()
-        rules.append(_Rule(column.is_null(), pl.lit(
-            f"{contract.date_column}: is null but must equal the partition folder date={folder}")))
-        rules.append(_Rule(column != pl.lit(partition_date), pl.format(
-            f"{contract.date_column}: {{}} is outside the partition folder date={folder}",
-            column.cast(pl.String))))
+        rules.append(
+            _Rule(
+                column.is_null(),
+                pl.lit(
+                    f"{contract.date_column}: is null but must equal the partition folder "
+                    f"date={folder}"
+                ),
+            )
+        )
+        rules.append(
+            _Rule(
+                column != pl.lit(partition_date),
+                pl.format(
+                    f"{contract.date_column}: {{}} is outside the partition folder date={folder}",
+                    column.cast(pl.String),
+                ),
+            )
+        )
     for field in contract.schema:
         if not field.nullable and field.name not in contract.natural_key:
-            rules.append(_Rule(pl.col(field.name).is_null(), pl.lit(
-                f"{field.name}: is null but the column is declared not nullable")))
+            rules.append(
+                _Rule(
+                    pl.col(field.name).is_null(),
+                    pl.lit(f"{field.name}: is null but the column is declared not nullable"),
+                )
+            )
     for rule in contract.quarantine_rules:
         rules.append(_Rule(rule.violated(), rule.reason()))
     return rules
@@ -85,20 +106,22 @@ class _Split:
     reasons: list[str]  # one per invalid row, in row order
 
 
-def _split(frame: pl.DataFrame, contract: SourceContract, partition_date: dt.date | None
-           ) -> _Split:
+def _split(frame: pl.DataFrame, contract: SourceContract, partition_date: dt.date | None) -> _Split:
     """Type every contract column, judge every row, and explain only the rejected ones.
 
     ``frame`` holds the contract columns under their contract names, as the file gave them.
     """
-    coerced = {f.name: coerce(f.name, f.type, frame.schema[f.name], ReadAs.of(contract, f.name))
-               for f in contract.schema}
+    coerced = {
+        f.name: coerce(f.name, f.type, frame.schema[f.name], ReadAs.of(contract, f.name))
+        for f in contract.schema
+    }
     typed = frame.select(
         *(c.value.alias(name) for name, c in coerced.items()),
         *(c.present.alias(f"{_PRESENT}{name}") for name, c in coerced.items()),
     )
     parse_bad = pl.any_horizontal(
-        pl.col(f"{_PRESENT}{name}") & pl.col(name).is_null() for name in coerced)
+        pl.col(f"{_PRESENT}{name}") & pl.col(name).is_null() for name in coerced
+    )
     rules = _row_rules(contract, partition_date)
     broken = pl.any_horizontal(rule.violated.fill_null(False) for rule in rules)
     flags = typed.select(parse_bad.alias("parse"), (parse_bad | broken).alias("invalid"))
@@ -108,19 +131,29 @@ def _split(frame: pl.DataFrame, contract: SourceContract, partition_date: dt.dat
         return _Split(valid, invalid, [])
     # Parse errors explain their row; row rules only judge rows whose values all parsed.
     errors = frame.filter(invalid).select(
-        c.error.alias(f"{_ERROR}{name}") for name, c in coerced.items())
+        c.error.alias(f"{_ERROR}{name}") for name, c in coerced.items()
+    )
     parsed = ~flags.get_column("parse").filter(invalid)
-    judged = typed.filter(invalid).with_columns(pl.Series(_PARSED, parsed)).select(
-        pl.when(pl.col(_PARSED) & rule.violated).then(rule.message).alias(f"{_RULE}{i}")
-        for i, rule in enumerate(rules))
+    judged = (
+        typed.filter(invalid)
+        .with_columns(pl.Series(_PARSED, parsed))
+        .select(
+            pl.when(pl.col(_PARSED) & rule.violated).then(rule.message).alias(f"{_RULE}{i}")
+            for i, rule in enumerate(rules)
+        )
+    )
     reasons = pl.concat([errors, judged], how="horizontal")
     joined = reasons.select(pl.concat_str(pl.all(), separator="; ", ignore_nulls=True))
     return _Split(valid, invalid, joined.to_series().to_list())
 
 
 def _quarantine(
-    contract: SourceContract, relpath: str, partition_date: dt.date | None,
-    row_numbers: list[int], reasons: list[str], raw_records: list[str],
+    contract: SourceContract,
+    relpath: str,
+    partition_date: dt.date | None,
+    row_numbers: list[int],
+    reasons: list[str],
+    raw_records: list[str],
 ) -> pa.Table:
     count = len(row_numbers)
     return pa.table(
@@ -145,14 +178,17 @@ def file_problem(names: list[str], contract: SourceContract) -> str | None:
     """A whole-file problem for a file with these column names: missing or doubled columns."""
     counts = Counter(names)
     wanted = {contract.file_name(c): c for c in contract.columns}
-    missing = [shown_column(c, contract) for c in contract.columns
-               if contract.file_name(c) not in counts]
-    doubled = sorted(shown_column(wanted[n], contract) for n, k in counts.items()
-                     if k > 1 and n in wanted)
+    missing = [
+        shown_column(c, contract) for c in contract.columns if contract.file_name(c) not in counts
+    ]
+    doubled = sorted(
+        shown_column(wanted[n], contract) for n, k in counts.items() if k > 1 and n in wanted
+    )
     problems = []
     if missing:
         problems.append(
-            f"file lacks contract column(s) {', '.join(missing)} (it has: {', '.join(names)})")
+            f"file lacks contract column(s) {', '.join(missing)} (it has: {', '.join(names)})"
+        )
     if doubled:
         problems.append(f"contract column(s) {', '.join(doubled)} appear more than once")
     return " and ".join(problems) or None
@@ -164,8 +200,9 @@ def shown_column(column: str, contract: SourceContract) -> str:
     return name if name == column else f"{name} (for {column})"
 
 
-def normalise(raw: RawRows, contract: SourceContract, relpath: str,
-              partition_date: dt.date | None) -> Normalised:
+def normalise(
+    raw: RawRows, contract: SourceContract, relpath: str, partition_date: dt.date | None
+) -> Normalised:
     """Type, validate and split one file's rows; every raw row lands on exactly one side."""
     names = raw.table.column_names
     wanted = {contract.file_name(c) for c in contract.columns}
@@ -181,7 +218,8 @@ def normalise(raw: RawRows, contract: SourceContract, relpath: str,
     elif frame.height:
         # The file's own names for the contract columns (unique, so each appears once).
         contract_frame = frame.select(
-            pl.col(contract.file_name(c)).alias(c) for c in contract.columns)
+            pl.col(contract.file_name(c)).alias(c) for c in contract.columns
+        )
         split = _split(contract_frame, contract, partition_date)
         valid, reasons = split.valid, split.reasons
         bad_frame, bad_numbers = frame.filter(split.invalid), numbers.filter(split.invalid)
@@ -190,9 +228,17 @@ def normalise(raw: RawRows, contract: SourceContract, relpath: str,
         bad_frame, bad_numbers = frame, numbers
     records = [raw_record_json(r) for r in bad_frame.to_dicts()]
     rows = sorted(
-        [*zip(bad_numbers.to_list(), reasons, records, strict=True),
-         *((r.row_number, r.reason, r.raw_record) for r in raw.rejected)]
+        [
+            *zip(bad_numbers.to_list(), reasons, records, strict=True),
+            *((r.row_number, r.reason, r.raw_record) for r in raw.rejected),
+        ]
     )
-    quarantine = _quarantine(contract, relpath, partition_date,
-                             [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    quarantine = _quarantine(
+        contract,
+        relpath,
+        partition_date,
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [r[2] for r in rows],
+    )
     return Normalised(valid, quarantine, dropped)

@@ -21,8 +21,10 @@ else:
 
 DECIMAL_SEPARATORS = (".", ",")
 THOUSANDS_SEPARATORS = (",", ".", " ", "'", "_")
-SEPARATOR_HINT = (" (if the source writes decimal commas or thousands separators, declare "
-                  "them, e.g. numbers: {decimal: ',', thousands: '.'})")
+SEPARATOR_HINT = (
+    " (if the source writes decimal commas or thousands separators, declare "
+    "them, e.g. numbers: {decimal: ',', thousands: '.'})"
+)
 EPOCH_MICROS = {"seconds": 1_000_000, "milliseconds": 1_000}
 EPOCH_FRACTION_DIGITS = {"seconds": 6, "milliseconds": 3}
 # Years 0001 to 9999, in microseconds since the epoch.
@@ -43,14 +45,19 @@ class Separators:
 
     def __post_init__(self) -> None:
         if self.decimal not in DECIMAL_SEPARATORS:
-            raise ValueError(f"decimal separator {self.decimal!r} is not one of "
-                             f"{', '.join(map(repr, DECIMAL_SEPARATORS))}")
+            raise ValueError(
+                f"decimal separator {self.decimal!r} is not one of "
+                f"{', '.join(map(repr, DECIMAL_SEPARATORS))}"
+            )
         if self.thousands is not None and self.thousands not in THOUSANDS_SEPARATORS:
-            raise ValueError(f"thousands separator {self.thousands!r} is not one of "
-                             f"{', '.join(map(repr, THOUSANDS_SEPARATORS))}")
+            raise ValueError(
+                f"thousands separator {self.thousands!r} is not one of "
+                f"{', '.join(map(repr, THOUSANDS_SEPARATORS))}"
+            )
         if self.thousands == self.decimal:
-            raise ValueError(f"the thousands separator cannot also be the decimal separator "
-                             f"{self.decimal!r}")
+            raise ValueError(
+                f"the thousands separator cannot also be the decimal separator {self.decimal!r}"
+            )
 
     @property
     def is_default(self) -> bool:
@@ -157,5 +164,7 @@ def epoch_micros(text: pl.Expr, unit: str) -> pl.Expr:
 
 def epoch_rule(unit: str) -> str:
     """What an epoch column accepts, for reasons."""
-    return (f"is not epoch {unit} within years 1-9999 (an integer, or a decimal with at most "
-            f"{EPOCH_FRACTION_DIGITS[unit]} fraction digits)")
+    return (
+        f"is not epoch {unit} within years 1-9999 (an integer, or a decimal with at most "
+        f"{EPOCH_FRACTION_DIGITS[unit]} fraction digits)"
+    )

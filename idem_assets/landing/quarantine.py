@@ -49,8 +49,9 @@ def quarantine_conditions(contract: SourceContract, window: Days) -> list[Condit
     return conditions
 
 
-def replace_quarantine(target: LakeTable, contract: SourceContract, rows: pa.Table,
-                       window: Days) -> int:
+def replace_quarantine(
+    target: LakeTable, contract: SourceContract, rows: pa.Table, window: Days
+) -> int:
     """Replace this source's quarantine rows for the window; returns the table version."""
     result = overwrite_slice(
         target,
@@ -63,12 +64,19 @@ def replace_quarantine(target: LakeTable, contract: SourceContract, rows: pa.Tab
     return result.version
 
 
-def append_quarantine(target: LakeTable, rows: pa.Table, app_id: str, version: int,
-                      entries: Mapping[str, Any]) -> WriteResult:
+def append_quarantine(
+    target: LakeTable, rows: pa.Table, app_id: str, version: int, entries: Mapping[str, Any]
+) -> WriteResult:
     """Append a stream batch's quarantine rows once: txn ``app_id``, ``version``."""
     ensure_quarantine_table(target)
-    return append_exactly_once(target, rows, app_id, version, schema=QUARANTINE_SCHEMA,
-                               commit_metadata=quarantine_commit_metadata(entries))
+    return append_exactly_once(
+        target,
+        rows,
+        app_id,
+        version,
+        schema=QUARANTINE_SCHEMA,
+        commit_metadata=quarantine_commit_metadata(entries),
+    )
 
 
 def ensure_quarantine_table(target: LakeTable) -> None:
@@ -76,10 +84,14 @@ def ensure_quarantine_table(target: LakeTable) -> None:
     if target.open() is not None:
         return
     try:
-        write_deltalake(target.uri, QUARANTINE_SCHEMA.empty_table(), mode="error",
-                        partition_by=list(QUARANTINE_PARTITIONS),
-                        storage_options=target.options(),
-                        commit_properties=commit_properties(quarantine_commit_metadata({})))
+        write_deltalake(
+            target.uri,
+            QUARANTINE_SCHEMA.empty_table(),
+            mode="error",
+            partition_by=list(QUARANTINE_PARTITIONS),
+            storage_options=target.options(),
+            commit_properties=commit_properties(quarantine_commit_metadata({})),
+        )
     except DeltaError as error:
         # Losing the creation race is fine: the winner made the same empty table.
         if not (is_conflict(error) and target.exists()):

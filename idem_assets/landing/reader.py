@@ -80,7 +80,8 @@ class _Accumulator:
         self.ignored.update(found.ignored)
         # JSON Lines keeps these as text (file names: renames apply after reading).
         string_columns = frozenset(
-            self.contract.file_name(f.name) for f in self.contract.schema
+            self.contract.file_name(f.name)
+            for f in self.contract.schema
             if pa.types.is_string(f.type)
         )
         for path in found.files:
@@ -99,7 +100,8 @@ class _Accumulator:
                 self.notes[relpath] = raw.notes
             digest = hashlib.sha256(data).hexdigest()
             self.files.append(
-                LandingFile(path, relpath, fmt, len(data), digest, raw.raw_rows, partition_date))
+                LandingFile(path, relpath, fmt, len(data), digest, raw.raw_rows, partition_date)
+            )
 
     def batch(self, start: dt.date | None, end: dt.date | None) -> LandingBatch:
         rows = pa.concat_tables([empty_rows(self.contract), *self.rows])
@@ -135,8 +137,10 @@ def _gunzip(data: bytes, relpath: str) -> bytes:
             out += inflater.decompress(rest, bound + 1 - len(out))
             if len(out) > bound:
                 raise LandingFileError(
-                    relpath, f"gzip content is over {bound} bytes ({MAX_GZIP_RATIO}x the file): "
-                    "refused as a likely gzip bomb; split the file")
+                    relpath,
+                    f"gzip content is over {bound} bytes ({MAX_GZIP_RATIO}x the file): "
+                    "refused as a likely gzip bomb; split the file",
+                )
             if inflater.unconsumed_tail:
                 rest = inflater.unconsumed_tail
                 continue
@@ -161,8 +165,11 @@ def read_days(
         raise ValueError(f"{contract.name} is a snapshot source; use read_snapshot")
     if end < start:
         raise ValueError(f"end {end} is before start {start}; the range is [start, end)")
-    early = [start + dt.timedelta(days=i) for i in range((end - start).days)
-             if contract.before_first_day(start + dt.timedelta(days=i))]
+    early = [
+        start + dt.timedelta(days=i)
+        for i in range((end - start).days)
+        if contract.before_first_day(start + dt.timedelta(days=i))
+    ]
     if early:
         raise DayBeforeFirstDayError(contract, early)
     acc = _Accumulator(contract, Path(landing_dir))

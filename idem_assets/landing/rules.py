@@ -100,8 +100,11 @@ class ValueRule:
     def reason(self) -> pl.Expr:
         """The message for a row that breaks the rule (names the column, value and rule)."""
         shown = pl.col(self.column).cast(pl.String)
-        shown = pl.when(shown.str.len_chars() > _SHOWN).then(
-            shown.str.slice(0, _SHOWN) + pl.lit("...")).otherwise(shown)
+        shown = (
+            pl.when(shown.str.len_chars() > _SHOWN)
+            .then(shown.str.slice(0, _SHOWN) + pl.lit("..."))
+            .otherwise(shown)
+        )
         before, after = self.reason_parts()
         # Literal pieces, not a format string: declared values and patterns may hold braces.
         return pl.concat_str([pl.lit(before), shown, pl.lit(after)])
@@ -127,8 +130,10 @@ def pattern_problem(pattern: str) -> str | None:
         _rust_regex(anchored(pattern))
     except (re.error, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return (f"pattern {pattern!r} is not a regular expression both engines accept "
-                f"(no look-around or back-references): {first}")
+        return (
+            f"pattern {pattern!r} is not a regular expression both engines accept "
+            f"(no look-around or back-references): {first}"
+        )
     return None
 
 

@@ -77,8 +77,9 @@ def _csv_bytes(planned: PlannedFile) -> bytes:
     forms = planned.style.timestamp_forms
     for i, row in enumerate(planned.rows):
         form = forms[i % len(forms)]
-        writer.writerow(["" if (v := _text(row.get(c), form)) is None else v
-                         for c in planned.columns])
+        writer.writerow(
+            ["" if (v := _text(row.get(c), form)) is None else v for c in planned.columns]
+        )
     return out.getvalue().encode("utf-8")
 
 
@@ -116,8 +117,11 @@ def _parquet_table(planned: PlannedFile, contract: SourceContract) -> pa.Table:
     arrays = []
     for column in planned.columns:
         known = column in contract.schema.names
-        kind = _parquet_type(contract.schema.field(column).type, planned.style) if known \
+        kind = (
+            _parquet_type(contract.schema.field(column).type, planned.style)
+            if known
             else pa.string()
+        )
         values = [row.get(column) for row in planned.rows]
         if pa.types.is_floating(kind):
             values = [None if v is None else float(v) for v in values]

@@ -69,8 +69,9 @@ class LandingSourceScaffolder(dg.Scaffolder):
         import datetime as dt
 
         name = _source_name(request.target_path)
-        text = _TEMPLATE.format(type_name=request.type_name, name=name,
-                                today=dt.datetime.now(dt.UTC).date().isoformat())
+        text = _TEMPLATE.format(
+            type_name=request.type_name, name=name, today=dt.datetime.now(dt.UTC).date().isoformat()
+        )
         target = request.target_path / "defs.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")

@@ -103,8 +103,11 @@ class EngineConfig(dg.Config):
 
 
 def lake_asset(
-    definition: LakeAssetDef, *, description: str,
-    ins: dict[str, dg.AssetIn] | None = None, **kwargs: Any,
+    definition: LakeAssetDef,
+    *,
+    description: str,
+    ins: dict[str, dg.AssetIn] | None = None,
+    **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """The asset of a lake table, written by the IO manager, with its checks per partition.
 
@@ -127,8 +130,9 @@ def lake_asset(
         signature = inspect.signature(fn)
         takes_lake = "lake" in signature.parameters
         if not takes_lake:  # the checks need the lake whether the function does or not
-            lake = inspect.Parameter("lake", inspect.Parameter.KEYWORD_ONLY,
-                                     annotation=LakeResource)
+            lake = inspect.Parameter(
+                "lake", inspect.Parameter.KEYWORD_ONLY, annotation=LakeResource
+            )
             signature = signature.replace(parameters=[*signature.parameters.values(), lake])
 
         @functools.wraps(fn)
@@ -141,11 +145,17 @@ def lake_asset(
 
         body.__signature__ = signature  # type: ignore[attr-defined]
         out = dg.AssetOut(
-            key=definition.key, io_manager_key=LAKE_IO_MANAGER_KEY,
-            metadata=definition.metadata(), code_version=definition.code_version,
-            group_name=definition.group_name, owners=list(definition.owners), kinds=KINDS,
-            description=description, is_required=False,
-            automation_condition=definition.automation_condition)
+            key=definition.key,
+            io_manager_key=LAKE_IO_MANAGER_KEY,
+            metadata=definition.metadata(),
+            code_version=definition.code_version,
+            group_name=definition.group_name,
+            owners=list(definition.owners),
+            kinds=KINDS,
+            description=description,
+            is_required=False,
+            automation_condition=definition.automation_condition,
+        )
         return dg.multi_asset(
             name=definition.name,
             outs={definition.name: out},

@@ -46,20 +46,26 @@ def write_quarantine(
     return replace_quarantine(lake.table(QUARANTINE_TABLE), contract, quarantine, window)
 
 
-def input_signature(definition: LakeAssetDef, lake: LakeResource, window: Window,
-                    cache: HashCache | None = None) -> str:
+def input_signature(
+    definition: LakeAssetDef, lake: LakeResource, window: Window, cache: HashCache | None = None
+) -> str:
     """Digest of everything an asset's output depends on: landing bytes, code, window."""
     contract = definition.landing_source
     assert contract is not None
     if contract.daily:
-        inputs = [day_signature(lake.landing_path, contract, day, cache)
-                  for day in window.days()]
+        inputs = [day_signature(lake.landing_path, contract, day, cache) for day in window.days()]
     else:
         inputs = [snapshot_signature(lake.landing_path, contract, cache)]
-    described = json.dumps({
-        "asset": definition.name, "code_version": definition.code_version,
-        "library": __version__, "window": window.label(), "inputs": inputs,
-    }, sort_keys=True)
+    described = json.dumps(
+        {
+            "asset": definition.name,
+            "code_version": definition.code_version,
+            "library": __version__,
+            "window": window.label(),
+            "inputs": inputs,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(described.encode()).hexdigest()
 
 
@@ -83,8 +89,9 @@ def landing_output(
         settled = last_settled(store, definition.name, window)
     cache = HashCache(settled.input_hashes if settled and lake.reuse_file_hashes else None)
     signature = input_signature(definition, lake, window, cache)
-    add_asset_metadata(context, {"input_files_hashed": cache.hashed,
-                                 "input_files_hash_reused": cache.reused})
+    add_asset_metadata(
+        context, {"input_files_hashed": cache.hashed, "input_files_hash_reused": cache.reused}
+    )
     if _inputs_unchanged(context, lake, definition, window, signature, settled):
         return TableOutput.unchanged_inputs(signature, cache.kept())
     if spark is not None:
@@ -95,44 +102,69 @@ def landing_output(
     return dataclasses.replace(output, input_hashes=cache.kept())
 
 
-def _inputs_unchanged(context: dg.AssetExecutionContext, lake: LakeResource,
-                      definition: LakeAssetDef, window: Window, signature: str,
-                      settled: SettledWrite | None) -> bool:
+def _inputs_unchanged(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    definition: LakeAssetDef,
+    window: Window,
+    signature: str,
+    settled: SettledWrite | None,
+) -> bool:
     if not same_inputs(settled, signature, lake.table(definition.name).open):
         return False
     contract = definition.landing_source
     assert contract is not None
     ignored = unread_files(lake, contract, window)
-    add_asset_metadata(context, {
-        "input_signature": signature,
-        "ignored_files": listed(ignored),
-    })
+    add_asset_metadata(
+        context,
+        {
+            "input_signature": signature,
+            "ignored_files": listed(ignored),
+        },
+    )
     warn_unread(context, ignored)
-    context.log.info(f"{definition.name} {window.label()}: landing files and code unchanged "
-                     "since the last settled write; not recomputed")
+    context.log.info(
+        f"{definition.name} {window.label()}: landing files and code unchanged "
+        "since the last settled write; not recomputed"
+    )
     return True
 
 
-def _spark_output(context: dg.AssetExecutionContext, lake: LakeResource, spark: SparkResource,
-                  definition: LakeAssetDef, window: Window, signature: str) -> TableOutput:
+def _spark_output(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    spark: SparkResource,
+    definition: LakeAssetDef,
+    window: Window,
+    signature: str,
+) -> TableOutput:
     """Landing rows read by Spark executors; only the (small) quarantine reaches the driver."""
     from idem_assets.spark import read_landing_spark
 
     contract = definition.landing_source
     assert contract is not None and window.start is not None and window.end is not None
-    batch = read_landing_spark(spark.session(), lake.landing_path, contract, window.start,
-                               window.end).persist()
+    batch = read_landing_spark(
+        spark.session(), lake.landing_path, contract, window.start, window.end
+    ).persist()
     valid, bad = batch.counts()
     quarantine = batch.quarantine.toArrow()
     # The Spark reader cannot number CSV/JSON Lines rows; 0 marks "row unknown".
     numbers = pc.fill_null(quarantine.column("row_number"), 0)
     quarantine = quarantine.set_column(
-        quarantine.schema.get_field_index("row_number"), "row_number", numbers)
+        quarantine.schema.get_field_index("row_number"), "row_number", numbers
+    )
     version = write_quarantine(lake, contract, quarantine, window)
-    add_asset_metadata(context, {
-        "engine": "spark", "landing_files": len(batch.files), "raw_rows": valid + bad,
-        "valid_rows": valid, "quarantined_rows": bad, "quarantine_table_version": version,
-    })
+    add_asset_metadata(
+        context,
+        {
+            "engine": "spark",
+            "landing_files": len(batch.files),
+            "raw_rows": valid + bad,
+            "valid_rows": valid,
+            "quarantined_rows": bad,
+            "quarantine_table_version": version,
+        },
+    )
     rows = batch.rows
     if definition.derive_spark is not None:
         rows = definition.derive_spark(rows)

@@ -54,14 +54,16 @@ def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, 
         # that a producer's misnamed or empty file is seen by a person, not silently skipped.
         "ignored_files": listed(batch.ignored_files),
         "file_notes": dg.MetadataValue.json(
-            {p: list(n) for p, n in sorted(batch.notes.items())[:MAX_LISTED_FILES]}),
+            {p: list(n) for p, n in sorted(batch.notes.items())[:MAX_LISTED_FILES]}
+        ),
     }
 
 
 def warn_unread(context: dg.AssetExecutionContext, ignored: Mapping[str, str]) -> None:
     """Log landing files nobody reads (hidden files are in-progress writes by convention)."""
-    unread = [(p, why) for p, why in sorted(ignored.items())
-              if not is_hidden(PurePosixPath(p).name)]
+    unread = [
+        (p, why) for p, why in sorted(ignored.items()) if not is_hidden(PurePosixPath(p).name)
+    ]
     for relpath, why in unread[:MAX_LISTED_FILES]:
         context.log.warning(f"landing file {relpath} was not read: {why}")
 

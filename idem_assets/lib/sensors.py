@@ -6,7 +6,6 @@ Days before the source's first partition day are not partitions: the sensor says
 its log and its skip reason instead of requesting a run Dagster would refuse.
 """
 
-
 import datetime as dt
 import json
 import os
@@ -31,8 +30,7 @@ def folder_stat(folder: Path, contract: SourceContract) -> str:
     entries = sorted(
         (e.name, e.stat().st_size, e.stat().st_mtime_ns)
         for e in os.scandir(folder)
-        if e.is_file() and not is_hidden(e.name)
-        and file_format(Path(e.path)) in contract.formats
+        if e.is_file() and not is_hidden(e.name) and file_format(Path(e.path)) in contract.formats
     )
     return json.dumps(entries)
 
@@ -56,12 +54,16 @@ class LandingCursor:
 
     def serialize(self) -> str:
         """JSON for ``context.update_cursor``."""
-        return json.dumps({"v": _CURSOR_VERSION, "seen": self.seen, "early": self.early},
-                          sort_keys=True)
+        return json.dumps(
+            {"v": _CURSOR_VERSION, "seen": self.seen, "early": self.early}, sort_keys=True
+        )
 
 
 def landing_changes(
-    landing_dir: Path, contract: SourceContract, cursor: LandingCursor, valid_keys: set[str],
+    landing_dir: Path,
+    contract: SourceContract,
+    cursor: LandingCursor,
+    valid_keys: set[str],
     days: Sequence[dt.date] | None = None,
 ) -> Iterator[tuple[dt.date, str | None, str | None]]:
     """(day, previous content, new content) for every changed day that is a partition."""
@@ -70,7 +72,7 @@ def landing_changes(
             continue
         scope = day.isoformat()
         stat = folder_stat(contract.day_dir(landing_dir, day), contract)
-        previous_stat, previous = (cursor.seen.get(scope) or [None, None])
+        previous_stat, previous = cursor.seen.get(scope) or [None, None]
         if stat == previous_stat:
             continue
         content = day_signature(landing_dir, contract, day)
@@ -82,14 +84,18 @@ def landing_changes(
 def early_days_message(contract: SourceContract, days: Sequence[dt.date]) -> str:
     """What the sensor says about landing days before the first partition day."""
     shown = ", ".join(d.isoformat() for d in days[:5]) + (
-        f" and {len(days) - 5} more" if len(days) > 5 else "")
-    return (f"{contract.name}: landing day(s) {shown} are before the first partition day "
-            f"{contract.first_day} and are not loaded; set first_day in the source's "
-            "declaration to load them")
+        f" and {len(days) - 5} more" if len(days) > 5 else ""
+    )
+    return (
+        f"{contract.name}: landing day(s) {shown} are before the first partition day "
+        f"{contract.first_day} and are not loaded; set first_day in the source's "
+        "declaration to load them"
+    )
 
 
-def _landing_sensor(contract: SourceContract, assets: Sequence[dg.AssetKey], interval: int,
-                    when: str) -> Any:
+def _landing_sensor(
+    contract: SourceContract, assets: Sequence[dg.AssetKey], interval: int, when: str
+) -> Any:
     """``@dg.sensor`` for a source's landing sensor (stopped until turned on)."""
     names = ", ".join(a.to_user_string() for a in assets)
     return dg.sensor(
@@ -103,27 +109,33 @@ def _landing_sensor(contract: SourceContract, assets: Sequence[dg.AssetKey], int
 
 
 def daily_landing_sensor(
-    contract: SourceContract, partitions_def: dg.PartitionsDefinition,
-    assets: Sequence[dg.AssetKey], minimum_interval_seconds: int = 30,
+    contract: SourceContract,
+    partitions_def: dg.PartitionsDefinition,
+    assets: Sequence[dg.AssetKey],
+    minimum_interval_seconds: int = 30,
 ) -> dg.SensorDefinition:
     """A sensor requesting ``assets`` for each day of ``contract`` whose files changed."""
 
-    @_landing_sensor(contract, assets, minimum_interval_seconds,
-                     f"for each day whose {contract.name} landing files appeared or changed")
+    @_landing_sensor(
+        contract,
+        assets,
+        minimum_interval_seconds,
+        f"for each day whose {contract.name} landing files appeared or changed",
+    )
     def _sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
         cursor = LandingCursor(context.cursor)
         valid_keys = set(partitions_def.get_partition_keys())
         days = list_days(lake.landing_path, contract)
         requests = [
             dg.RunRequest(
-                run_key=transition_run_key(f"{contract.name}/{day.isoformat()}", previous,
-                                           content),
+                run_key=transition_run_key(f"{contract.name}/{day.isoformat()}", previous, content),
                 partition_key=day.isoformat(),
                 asset_selection=list(assets),
                 tags={"idem/trigger": "landing", "idem/source": contract.name},
             )
             for day, previous, content in landing_changes(
-                lake.landing_path, contract, cursor, valid_keys, days)
+                lake.landing_path, contract, cursor, valid_keys, days
+            )
         ]
         early = [d for d in days if contract.before_first_day(d)]
         skip = None
@@ -133,20 +145,24 @@ def daily_landing_sensor(
                 context.log.warning(message)
                 cursor.early = [d.isoformat() for d in early]
             skip = None if requests else message
-        return dg.SensorResult(run_requests=requests, cursor=cursor.serialize(),
-                               skip_reason=skip)
+        return dg.SensorResult(run_requests=requests, cursor=cursor.serialize(), skip_reason=skip)
 
     return _sensor
 
 
 def snapshot_landing_sensor(
-    contract: SourceContract, assets: Sequence[dg.AssetKey],
+    contract: SourceContract,
+    assets: Sequence[dg.AssetKey],
     minimum_interval_seconds: int = 60,
 ) -> dg.SensorDefinition:
     """A sensor requesting ``assets`` when the newest snapshot's content changes."""
 
-    @_landing_sensor(contract, assets, minimum_interval_seconds,
-                     f"when the newest {contract.name} snapshot's content changes")
+    @_landing_sensor(
+        contract,
+        assets,
+        minimum_interval_seconds,
+        f"when the newest {contract.name} snapshot's content changes",
+    )
     def _sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
         previous = context.cursor or None
         current = snapshot_signature(lake.landing_path, contract)

@@ -5,7 +5,6 @@ The YAML component (``LandingSourceComponent``) and the Python form
 way gets exactly the same asset, IO manager settings, checks and sensor.
 """
 
-
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -69,8 +68,11 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
         derive=derive,
         derive_spark=_date_of_spark(pairs) if pairs else None,
         code_version=source.code_version,
-        partitions_def=None if source.snapshot else daily_partitions(
-            source.first_day) if source.first_day else None,
+        partitions_def=None
+        if source.snapshot
+        else daily_partitions(source.first_day)
+        if source.first_day
+        else None,
         group_name=source.group,
         owners=tuple(source.owners),
         value_rules=(*contract.check_rules, *source.derived_rules()),
@@ -83,9 +85,11 @@ def _description(source: LandingSource) -> str:
     if source.description:
         return source.description
     strategy = source.resolved_strategy
-    how = {"overwrite": "replacing exactly the run's days in one Delta commit",
-           "merge": f"merged on {', '.join(source.natural_key)}",
-           "replace": "replacing the whole table atomically"}[strategy]
+    how = {
+        "overwrite": "replacing exactly the run's days in one Delta commit",
+        "merge": f"merged on {', '.join(source.natural_key)}",
+        "replace": "replacing the whole table atomically",
+    }[strategy]
     return f"The {source.name} landing source, {how}."
 
 
@@ -94,16 +98,23 @@ def source_asset(source: LandingSource) -> dg.AssetsDefinition:
     definition = lake_asset_def(source)
     description = _description(source)
     if source.snapshot:
+
         @lake_asset(definition, description=description)
-        def _snapshot(context: dg.AssetExecutionContext, lake: LakeResource,
-                      checkpoint: CheckpointResource) -> TableOutput:
+        def _snapshot(
+            context: dg.AssetExecutionContext, lake: LakeResource, checkpoint: CheckpointResource
+        ) -> TableOutput:
             return landing_output(context, lake, checkpoint, definition, Window())
 
         return _snapshot
 
     @lake_asset(definition, description=description)
-    def _daily(context: dg.AssetExecutionContext, config: EngineConfig, lake: LakeResource,
-               checkpoint: CheckpointResource, spark: SparkResource) -> TableOutput:
+    def _daily(
+        context: dg.AssetExecutionContext,
+        config: EngineConfig,
+        lake: LakeResource,
+        checkpoint: CheckpointResource,
+        spark: SparkResource,
+    ) -> TableOutput:
         window = Window(*partition_dates(context))
         engine = spark if config.engine == "spark" else None
         return landing_output(context, lake, checkpoint, definition, window, spark=engine)
@@ -116,8 +127,10 @@ def source_sensor(source: LandingSource) -> dg.SensorDefinition:
     definition = lake_asset_def(source)
     contract = definition.landing_source
     assert contract is not None
-    assets = [definition.key, *(dg.AssetKey.from_user_string(a)
-                                for a in source.sensor.also_request)]
+    assets = [
+        definition.key,
+        *(dg.AssetKey.from_user_string(a) for a in source.sensor.also_request),
+    ]
     interval = source.sensor.minimum_interval_seconds
     if definition.partitions_def is None:
         return snapshot_landing_sensor(contract, assets, interval)

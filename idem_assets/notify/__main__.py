@@ -53,8 +53,9 @@ def serve(args: argparse.Namespace) -> int:
     # A standalone, Dagster-free server: it reads its token here (see idem_assets.resources).
     token = os.environ.get(NOTIFY_TOKEN_ENV, "")
     if not token:
-        print(f"error: set ${NOTIFY_TOKEN_ENV} to the bearer token clients must send",
-              file=sys.stderr)
+        print(
+            f"error: set ${NOTIFY_TOKEN_ENV} to the bearer token clients must send", file=sys.stderr
+        )
         return 2
     try:
         faults = Faults(

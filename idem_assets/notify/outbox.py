@@ -50,15 +50,18 @@ class DeliveryReport:
     @property
     def attempted(self) -> int:
         """Sends attempted in this pass."""
-        return (self.delivered + self.already_delivered + self.failed + self.exhausted
-                + self.lease_lost)
+        return (
+            self.delivered + self.already_delivered + self.failed + self.exhausted + self.lease_lost
+        )
 
 
-def register(store: CheckpointStore, scope: str, records: Sequence[OutboxRecord], *,
-             max_attempts: int) -> int:
+def register(
+    store: CheckpointStore, scope: str, records: Sequence[OutboxRecord], *, max_attempts: int
+) -> int:
     """Durably record what must be sent (existing records keep their first payload)."""
     return store.register(
-        scope, [(r.record_id, {"key": r.key, "payload": r.payload}) for r in records],
+        scope,
+        [(r.record_id, {"key": r.key, "payload": r.payload}) for r in records],
         max_attempts=max_attempts,
     )
 
@@ -88,14 +91,26 @@ def drain(
                 result = sender.send(str(payload["key"]), dict(payload["payload"]))
             except DeliveryError as error:
                 status = _settle_failure(store, claim, error, retry_in_seconds, report)
-                report.errors.append({"record_id": claim.record_id, "status": str(status),
-                                      "http_status": error.http_status, "error": error.message,
-                                      "attempt": claim.attempts})
+                report.errors.append(
+                    {
+                        "record_id": claim.record_id,
+                        "status": str(status),
+                        "http_status": error.http_status,
+                        "error": error.message,
+                        "attempt": claim.attempts,
+                    }
+                )
                 continue
             crash_point("outbox.sent_unsettled")
             try:
-                store.succeed(claim, {"status": result.status, "http_status": result.http_status,
-                                      "response": result.body})
+                store.succeed(
+                    claim,
+                    {
+                        "status": result.status,
+                        "http_status": result.http_status,
+                        "response": result.body,
+                    },
+                )
             except LeaseLost:
                 report.lease_lost += 1
                 continue
@@ -106,11 +121,17 @@ def drain(
     return report
 
 
-def _settle_failure(store: CheckpointStore, claim: Any, error: DeliveryError,
-                    retry_in_seconds: float | None, report: DeliveryReport) -> Status | str:
+def _settle_failure(
+    store: CheckpointStore,
+    claim: Any,
+    error: DeliveryError,
+    retry_in_seconds: float | None,
+    report: DeliveryReport,
+) -> Status | str:
     try:
-        status = store.fail(claim, error, retry_in_seconds=retry_in_seconds,
-                            final=not error.retryable)
+        status = store.fail(
+            claim, error, retry_in_seconds=retry_in_seconds, final=not error.retryable
+        )
     except LeaseLost:
         report.lease_lost += 1
         return "lease_lost"

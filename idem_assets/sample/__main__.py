@@ -34,10 +34,18 @@ def _parser() -> argparse.ArgumentParser:
     late.add_argument("--n", type=int, default=10, help="orders to update (default 10)")
     tpch = commands.add_parser("tpch", help="lay out TPC-H data from tpchgen-cli as landing files")
     tpch.add_argument("--out", required=True, help="landing directory (files go under tpch/)")
-    tpch.add_argument("--scale", type=float, default=DEFAULT_SCALE,
-                      help=f"TPC-H scale factor (default {DEFAULT_SCALE})")
-    tpch.add_argument("--days", type=int, default=DEFAULT_DAYS,
-                      help=f"days from 1992-01-01 to lay out (default {DEFAULT_DAYS})")
+    tpch.add_argument(
+        "--scale",
+        type=float,
+        default=DEFAULT_SCALE,
+        help=f"TPC-H scale factor (default {DEFAULT_SCALE})",
+    )
+    tpch.add_argument(
+        "--days",
+        type=int,
+        default=DEFAULT_DAYS,
+        help=f"days from 1992-01-01 to lay out (default {DEFAULT_DAYS})",
+    )
     return parser
 
 
@@ -46,8 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "generate":
-            summary = generate(args.out, args.start, args.days, args.seed,
-                               clean=args.clean, scale=args.scale)
+            summary = generate(
+                args.out, args.start, args.days, args.seed, clean=args.clean, scale=args.scale
+            )
             print(json.dumps(summary.as_dict(), indent=2))
         elif args.command == "tpch":
             print(json.dumps(lay_out_tpch(args.out, args.scale, args.days).as_dict(), indent=2))

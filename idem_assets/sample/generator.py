@@ -35,14 +35,21 @@ class GenerationSummary:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form, for the CLI and run metadata."""
         return {
-            "out_dir": str(self.out_dir), "start": self.start.isoformat(), "days": self.days,
-            "seed": self.seed, "scale": self.scale, "clean": self.clean,
-            "files": self.files, "rows": self.rows, "defects": self.defects,
+            "out_dir": str(self.out_dir),
+            "start": self.start.isoformat(),
+            "days": self.days,
+            "seed": self.seed,
+            "scale": self.scale,
+            "clean": self.clean,
+            "files": self.files,
+            "rows": self.rows,
+            "defects": self.defects,
         }
 
 
-def plan(start: dt.date, days: int, seed: int, *, clean: bool = False, scale: float = 1.0
-         ) -> dict[str, SourcePlan]:
+def plan(
+    start: dt.date, days: int, seed: int, *, clean: bool = False, scale: float = 1.0
+) -> dict[str, SourcePlan]:
     """Every file of a simulation, per source, without writing anything."""
     if days < 1:
         raise ValueError(f"days must be at least 1, got {days}")
@@ -58,8 +65,15 @@ def plan(start: dt.date, days: int, seed: int, *, clean: bool = False, scale: fl
     }
 
 
-def generate(out_dir: str | Path, start: dt.date, days: int, seed: int, *, clean: bool = False,
-             scale: float = 1.0) -> GenerationSummary:
+def generate(
+    out_dir: str | Path,
+    start: dt.date,
+    days: int,
+    seed: int,
+    *,
+    clean: bool = False,
+    scale: float = 1.0,
+) -> GenerationSummary:
     """Write ``days`` days of every source under ``out_dir``; same inputs, same bytes.
 
     ``clean`` leaves out the rows planted for quarantine. Files have fixed names, so a
@@ -75,7 +89,12 @@ def generate(out_dir: str | Path, start: dt.date, days: int, seed: int, *, clean
     for source_plan in plans.values():
         defects.update(source_plan.defects)
     return GenerationSummary(
-        out_dir=root, start=start, days=days, seed=seed, scale=scale, clean=clean,
+        out_dir=root,
+        start=start,
+        days=days,
+        seed=seed,
+        scale=scale,
+        clean=clean,
         files={s: len(p.files) for s, p in plans.items()},
         rows={s: p.rows for s, p in plans.items()},
         defects=dict(sorted(defects.items())),

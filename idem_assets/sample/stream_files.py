@@ -31,8 +31,15 @@ from idem_assets.stream.source import StreamSource
 STREAM_EPOCH = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 STREAM_NAMESPACE = uuid.UUID("0b6f7d0e-58a4-4b8e-9f0e-4c1d7a2f9e31")
 FORMATS = ("jsonl", "csv", "parquet")
-EVENT_TYPES = ("page_view", "page_view", "page_view", "add_to_cart", "checkout", "purchase",
-               "support_ticket")
+EVENT_TYPES = (
+    "page_view",
+    "page_view",
+    "page_view",
+    "add_to_cart",
+    "checkout",
+    "purchase",
+    "support_ticket",
+)
 _FILE_NAME = re.compile(r"^events-(\d{6})\.[a-z]+$")
 
 
@@ -60,19 +67,22 @@ def _fresh_rows(seed: int, index: int, count: int) -> list[dict[str, Any]]:
         # them in the second half of the next file's minute: no (id, ingested_at) repeats.
         ingested = start + dt.timedelta(microseconds=rng.randrange(30_000_000))
         kind = rng.choice(EVENT_TYPES)
-        rows.append({
-            "event_id": str(uuid.uuid5(STREAM_NAMESPACE, f"{seed}/{index}/{n}")),
-            "customer_id": rng.randint(1, 400),
-            "event_type": kind,
-            "event_time": ingested - dt.timedelta(seconds=rng.randint(0, 600)),
-            "ingested_at": ingested,
-            "payload": json.dumps({"page": f"/p/{rng.randint(1, 80)}"}, separators=(",", ":")),
-        })
+        rows.append(
+            {
+                "event_id": str(uuid.uuid5(STREAM_NAMESPACE, f"{seed}/{index}/{n}")),
+                "customer_id": rng.randint(1, 400),
+                "event_type": kind,
+                "event_time": ingested - dt.timedelta(seconds=rng.randint(0, 600)),
+                "ingested_at": ingested,
+                "payload": json.dumps({"page": f"/p/{rng.randint(1, 80)}"}, separators=(",", ":")),
+            }
+        )
     return rows
 
 
-def file_rows(seed: int, index: int, events_per_file: int, redeliver_share: float = 0.1,
-              defects: bool = False) -> tuple[list[dict[str, Any]], int, int]:
+def file_rows(
+    seed: int, index: int, events_per_file: int, redeliver_share: float = 0.1, defects: bool = False
+) -> tuple[list[dict[str, Any]], int, int]:
     """Rows of file ``index`` (and how many are re-deliveries and invalid)."""
     again = 0 if index == 0 else min(events_per_file, round(events_per_file * redeliver_share))
     rows = _fresh_rows(seed, index, events_per_file - again)
@@ -98,21 +108,30 @@ def next_index(folder: Path) -> int:
     return max(found, default=-1) + 1
 
 
-def append_stream_files(landing_dir: str | Path, files: int, events_per_file: int, seed: int, *,
-                        redeliver_share: float = 0.1, defects: bool = False,
-                        source: StreamSource = EVENTS_STREAM) -> list[GeneratedFile]:
+def append_stream_files(
+    landing_dir: str | Path,
+    files: int,
+    events_per_file: int,
+    seed: int,
+    *,
+    redeliver_share: float = 0.1,
+    defects: bool = False,
+    source: StreamSource = EVENTS_STREAM,
+) -> list[GeneratedFile]:
     """Append ``files`` new files after the existing ones (atomic renames, never a rewrite)."""
     if files < 0 or events_per_file < 1:
-        raise ValueError(f"need files >= 0 and events_per_file >= 1, got {files}, "
-                         f"{events_per_file}")
+        raise ValueError(
+            f"need files >= 0 and events_per_file >= 1, got {files}, {events_per_file}"
+        )
     if not 0 <= redeliver_share < 1:
         raise ValueError(f"redeliver_share must be in [0, 1), got {redeliver_share}")
     folder = source.folder(landing_dir)
     first = next_index(folder)
     written = []
     for index in range(first, first + files):
-        rows, redelivered, invalid = file_rows(seed, index, events_per_file, redeliver_share,
-                                               defects)
+        rows, redelivered, invalid = file_rows(
+            seed, index, events_per_file, redeliver_share, defects
+        )
         fmt = FORMATS[index % len(FORMATS)]
         style = FileStyle(timestamp_forms=TIMESTAMP_FORMS, parquet_tz=None if index % 2 else "UTC")
         relpath = f"{source.name}/events-{index:06d}.{fmt}"

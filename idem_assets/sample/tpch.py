@@ -72,9 +72,15 @@ class TpchLayoutSummary:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form, for the CLI."""
-        return {"out_dir": str(self.out_dir), "scale": self.scale,
-                "first_day": self.first_day.isoformat(), "days": self.days,
-                "files": self.files, "rows": self.rows, "changed_files": self.changed_files}
+        return {
+            "out_dir": str(self.out_dir),
+            "scale": self.scale,
+            "first_day": self.first_day.isoformat(),
+            "days": self.days,
+            "files": self.files,
+            "rows": self.rows,
+            "changed_files": self.changed_files,
+        }
 
 
 def tpchgen_executable() -> str:
@@ -87,7 +93,8 @@ def tpchgen_executable() -> str:
         raise TpchgenError(
             f"{TPCHGEN_PACKAGE} is not installed: install the PyPI package {TPCHGEN_PACKAGE} "
             f"(pip install {TPCHGEN_PACKAGE}, or the project's bench extra: "
-            "pip install 'idem_assets[bench]')")
+            "pip install 'idem_assets[bench]')"
+        )
     return found
 
 
@@ -102,20 +109,35 @@ def run_tpchgen(scale: float, folder: Path) -> TpchgenOutput:
     """Generate orders (Parquet), lineitem and customer (CSV) into ``folder``."""
     program = tpchgen_executable()
     runs = {"parquet": ("orders",), "csv": ("lineitem", "customer")}
-    commands = [[program, fmt, "--scale-factor", scale_text(scale), "--output-dir",
-                 str(folder / fmt), "--quiet", *(a for t in tables for a in ("--tables", t))]
-                for fmt, tables in runs.items()]
+    commands = [
+        [
+            program,
+            fmt,
+            "--scale-factor",
+            scale_text(scale),
+            "--output-dir",
+            str(folder / fmt),
+            "--quiet",
+            *(a for t in tables for a in ("--tables", t)),
+        ]
+        for fmt, tables in runs.items()
+    ]
     # Each run spends most of its time on fixed start-up work, so both run at once.
-    running = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True) for command in commands]
+    running = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for command in commands
+    ]
     for command, process in zip(commands, running, strict=True):
         output, _ = process.communicate()
         if process.returncode != 0:
-            raise TpchgenError(f"{' '.join(command)} failed ({process.returncode}): "
-                               f"{output.strip()}")
-    return TpchgenOutput(orders_parquet=folder / "parquet" / "orders.parquet",
-                         lineitem_csv=folder / "csv" / "lineitem.csv",
-                         customer_csv=folder / "csv" / "customer.csv")
+            raise TpchgenError(
+                f"{' '.join(command)} failed ({process.returncode}): {output.strip()}"
+            )
+    return TpchgenOutput(
+        orders_parquet=folder / "parquet" / "orders.parquet",
+        lineitem_csv=folder / "csv" / "lineitem.csv",
+        customer_csv=folder / "csv" / "customer.csv",
+    )
 
 
 def window_days(days: int) -> list[dt.date]:
@@ -129,8 +151,10 @@ def orders_by_day(orders: pa.Table, days: list[dt.date]) -> dict[dt.date, pa.Tab
     """The orders of each day of ``days`` that has any, in tpchgen's row order and schema."""
     # pyarrow cannot filter or take string_view columns (tpchgen writes its text as
     # string_view), so rows are picked as plain strings and cast back to tpchgen's schema.
-    plain = pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f
-                       for f in orders.schema], metadata=orders.schema.metadata)
+    plain = pa.schema(
+        [f.with_type(pa.string()) if f.type == pa.string_view() else f for f in orders.schema],
+        metadata=orders.schema.metadata,
+    )
     pickable = orders.cast(plain)
     dates = pickable.column("o_orderdate")
     first, end = (pa.scalar(d, pa.date32()) for d in (days[0], days[-1] + dt.timedelta(1)))
@@ -159,11 +183,14 @@ def split_csv_lines(data: bytes, column: str, days: list[dt.date]) -> dict[dt.da
     lines = io.BytesIO(data).readlines()
     if not lines:
         raise TpchgenError(f"empty CSV: no header line naming {column}")
-    values = pl.read_csv(io.BytesIO(data), columns=[column],
-                         schema_overrides={column: pl.String})[column].to_list()
+    values = pl.read_csv(io.BytesIO(data), columns=[column], schema_overrides={column: pl.String})[
+        column
+    ].to_list()
     if len(values) != len(lines) - 1:
-        raise TpchgenError(f"{len(values)} CSV records on {len(lines) - 1} lines: records "
-                           "span lines, so the file cannot be split line by line")
+        raise TpchgenError(
+            f"{len(values)} CSV records on {len(lines) - 1} lines: records "
+            "span lines, so the file cannot be split line by line"
+        )
     wanted = {day.isoformat(): day for day in days}
     picked: dict[dt.date, list[bytes]] = defaultdict(list)
     for value, line in zip(values, lines[1:], strict=True):
@@ -191,8 +218,9 @@ def land(path: Path, data: bytes) -> bool:
     return True
 
 
-def lay_out_tpch(out_dir: str | Path, scale: float = DEFAULT_SCALE,
-                 days: int = DEFAULT_DAYS) -> TpchLayoutSummary:
+def lay_out_tpch(
+    out_dir: str | Path, scale: float = DEFAULT_SCALE, days: int = DEFAULT_DAYS
+) -> TpchLayoutSummary:
     """Generate TPC-H at ``scale`` and land ``days`` days of it under ``out_dir/tpch``.
 
     Args:
@@ -221,6 +249,12 @@ def lay_out_tpch(out_dir: str | Path, scale: float = DEFAULT_SCALE,
         planned["customer"][root / "customer" / snapshot_name] = customer
         rows["customer"] = data_lines(customer)
     changed = sum(land(path, data) for files in planned.values() for path, data in files.items())
-    return TpchLayoutSummary(out_dir=Path(out_dir), scale=scale, first_day=TPCH_FIRST_DAY,
-                             days=days, files={t: len(f) for t, f in planned.items()},
-                             rows=rows, changed_files=changed)
+    return TpchLayoutSummary(
+        out_dir=Path(out_dir),
+        scale=scale,
+        first_day=TPCH_FIRST_DAY,
+        days=days,
+        files={t: len(f) for t, f in planned.items()},
+        rows=rows,
+        changed_files=changed,
+    )

@@ -1,7 +1,7 @@
 """Command line: check declarations, and read landing files with one to see what loads.
 
-    python -m idem_assets.sources check idem_assets/defs          # every defs.yaml below
-    python -m idem_assets.sources inspect path/to/defs.yaml --landing DIR --start 2024-03-01
+python -m idem_assets.sources check idem_assets/defs          # every defs.yaml below
+python -m idem_assets.sources inspect path/to/defs.yaml --landing DIR --start 2024-03-01
 """
 
 from __future__ import annotations
@@ -24,12 +24,16 @@ from idem_assets.sources.model import LandingSource
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m idem_assets.sources", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m idem_assets.sources",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="load declarations; name every problem")
-    check.add_argument("paths", nargs="+", type=Path,
-                       help="defs.yaml files, or folders searched for defs.yaml")
+    check.add_argument(
+        "paths", nargs="+", type=Path, help="defs.yaml files, or folders searched for defs.yaml"
+    )
     inspect = commands.add_parser("inspect", help="read landing files with a declaration")
     inspect.add_argument("declaration", type=Path, help="the source's defs.yaml")
     inspect.add_argument("--landing", required=True, help="landing directory")
@@ -51,8 +55,10 @@ def summary(source: LandingSource, batch: LandingBatch) -> dict[str, object]:
     reasons = Counter(r.split(":", 1)[0] for r in batch.quarantine.column("reason").to_pylist())
     frame = pl.from_arrow(batch.rows)
     assert isinstance(frame, pl.DataFrame)
-    rules = {rule.name: int(frame.select(rule.violated().sum()).item() or 0)
-             for rule in source.contract().check_rules}
+    rules = {
+        rule.name: int(frame.select(rule.violated().sum()).item() or 0)
+        for rule in source.contract().check_rules
+    }
     return {
         "source": batch.source,
         "files": [f.relpath for f in batch.files],
@@ -61,7 +67,8 @@ def summary(source: LandingSource, batch: LandingBatch) -> dict[str, object]:
         "quarantined_rows": batch.quarantine.num_rows,
         "quarantine_by_first_column": dict(sorted(reasons.items())),
         "quarantine_samples": batch.quarantine.select(["source_file", "row_number", "reason"])
-        .slice(0, 5).to_pylist(),
+        .slice(0, 5)
+        .to_pylist(),
         "rows_breaking_rules": rules,
         "dropped_columns": {k: list(v) for k, v in batch.dropped_columns.items()},
         "ignored_files": dict(batch.ignored_files),
@@ -81,8 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 failed += 1
                 print(exc, file=sys.stderr)
                 continue
-            print(f"{path}: ok ({source.name}: {len(source.columns)} columns, "
-                  f"{source.resolved_strategy})")
+            print(
+                f"{path}: ok ({source.name}: {len(source.columns)} columns, "
+                f"{source.resolved_strategy})"
+            )
         return 1 if failed else 0
     try:
         source = load_source(args.declaration)

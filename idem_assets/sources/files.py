@@ -38,7 +38,8 @@ def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseMode
         if current is None or isinstance(part, int):
             continue
         field = current.model_fields.get(part) or next(
-            (f for f in current.model_fields.values() if f.alias == part), None)
+            (f for f in current.model_fields.values() if f.alias == part), None
+        )
         if field is None:
             return current
         current = _inner_model(field.annotation)
@@ -63,8 +64,9 @@ def explain(error: ValidationError, model: type[BaseModel] = LandingSource) -> l
         message = str(item["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if item["type"] == "extra_forbidden":
             owner = _model_at(model, loc[:-1])
-            known = sorted(f.alias or name for name, f in owner.model_fields.items()) \
-                if owner else []
+            known = (
+                sorted(f.alias or name for name, f in owner.model_fields.items()) if owner else []
+            )
             message = f"unknown field; allowed: {', '.join(known)}"
         elif item["type"] == "missing":
             message = "required field is missing"
@@ -94,7 +96,8 @@ def load_source(path: str | Path) -> LandingSource:
         if document["type"] != COMPONENT_TYPE:
             raise DeclarationError(
                 f"{path}: type is {document['type']!r}; a source declaration has type "
-                f"{COMPONENT_TYPE}")
+                f"{COMPONENT_TYPE}"
+            )
         attributes = document.get("attributes")
         if not isinstance(attributes, Mapping):
             raise DeclarationError(f"{path}: attributes: the declaration goes under attributes")

@@ -28,10 +28,14 @@ from idem_assets.landing.rules import ValueRule, pattern_problem
 SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _DECIMAL = re.compile(r"^(?:decimal|numeric)\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 TYPES: dict[str, pa.DataType] = {
-    "int64": pa.int64(), "bigint": pa.int64(),
-    "int32": pa.int32(), "integer": pa.int32(),
-    "float64": pa.float64(), "double": pa.float64(),
-    "bool": pa.bool_(), "boolean": pa.bool_(),
+    "int64": pa.int64(),
+    "bigint": pa.int64(),
+    "int32": pa.int32(),
+    "integer": pa.int32(),
+    "float64": pa.float64(),
+    "double": pa.float64(),
+    "bool": pa.bool_(),
+    "boolean": pa.bool_(),
     "string": pa.string(),
     "date": pa.date32(),
     "timestamp": pa.timestamp("us", tz="UTC"),
@@ -39,8 +43,12 @@ TYPES: dict[str, pa.DataType] = {
 TYPE_CHOICES = "int64, int32, float64, bool, string, date, timestamp, decimal(P,S)"
 _DELIMITER_NAMES = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 MAX_DECLARED_FIELD_BYTES = 64 << 20
-_KINDS = {"timestamp": pa.types.is_timestamp, "date": pa.types.is_date32,
-          "integer": pa.types.is_integer, "decimal": pa.types.is_decimal}
+_KINDS = {
+    "timestamp": pa.types.is_timestamp,
+    "date": pa.types.is_date32,
+    "integer": pa.types.is_integer,
+    "decimal": pa.types.is_decimal,
+}
 
 
 def parse_type(text: str) -> pa.DataType:
@@ -65,29 +73,42 @@ class Rule(_Declared):
     """One value rule: exactly one of allowed, pattern, non_negative, or min and/or max."""
 
     allowed: tuple[str | int, ...] | None = Field(
-        default=None, description="The values the column may hold (exact, case-sensitive).")
+        default=None, description="The values the column may hold (exact, case-sensitive)."
+    )
     min: str | int | float | None = Field(
-        default=None, description="Smallest allowed value (inclusive), in the column's type.")
+        default=None, description="Smallest allowed value (inclusive), in the column's type."
+    )
     max: str | int | float | None = Field(
-        default=None, description="Largest allowed value (inclusive), in the column's type.")
+        default=None, description="Largest allowed value (inclusive), in the column's type."
+    )
     non_negative: bool = Field(default=False, description="The value is >= 0.")
     pattern: str | None = Field(
-        default=None, description="A regular expression the whole value must match.")
+        default=None, description="A regular expression the whole value must match."
+    )
     severity: Literal["warn", "error", "quarantine"] = Field(
         default="warn",
         description="warn: an asset check warns with counts and samples; error: the check "
         "fails (blocking downstream where checks block); quarantine: breaking rows are kept "
-        "out of the table, with the rule as their reason.")
+        "out of the table, with the rule as their reason.",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> Rule:
-        kinds = [name for name, set_ in (
-            ("allowed", self.allowed is not None), ("pattern", self.pattern is not None),
-            ("non_negative", self.non_negative),
-            ("min/max", self.min is not None or self.max is not None)) if set_]
+        kinds = [
+            name
+            for name, set_ in (
+                ("allowed", self.allowed is not None),
+                ("pattern", self.pattern is not None),
+                ("non_negative", self.non_negative),
+                ("min/max", self.min is not None or self.max is not None),
+            )
+            if set_
+        ]
         if len(kinds) != 1:
-            raise ValueError("a rule sets exactly one of allowed, pattern, non_negative, or "
-                             f"min and/or max (this one sets {', '.join(kinds) or 'none'})")
+            raise ValueError(
+                "a rule sets exactly one of allowed, pattern, non_negative, or "
+                f"min and/or max (this one sets {', '.join(kinds) or 'none'})"
+            )
         if self.pattern is not None:
             problem = pattern_problem(self.pattern)
             if problem:
@@ -100,16 +121,20 @@ class Column(_Declared):
 
     name: str = Field(description="The column's name in the lake table.")
     type: str = Field(description=f"One of {TYPE_CHOICES}.")
-    nullable: bool = Field(
-        default=True, description="false: a null value quarantines its row.")
+    nullable: bool = Field(default=True, description="false: a null value quarantines its row.")
     from_: str | None = Field(
-        default=None, alias="from",
-        description="The name the files give the column, when it differs (a rename).")
+        default=None,
+        alias="from",
+        description="The name the files give the column, when it differs (a rename).",
+    )
     epoch: Literal["seconds", "milliseconds"] | None = Field(
-        default=None, description="Timestamps only: values are epoch seconds or milliseconds.")
+        default=None, description="Timestamps only: values are epoch seconds or milliseconds."
+    )
     date_of: str | None = Field(
-        default=None, description="Derived, not read from files: the UTC date of this "
-        "timestamp column (e.g. a Delta partition column).")
+        default=None,
+        description="Derived, not read from files: the UTC date of this "
+        "timestamp column (e.g. a Delta partition column).",
+    )
     description: str | None = Field(default=None, description="Shown in the Dagster UI.")
     rules: tuple[Rule, ...] = Field(default=(), description="Value rules on the column.")
 
@@ -117,8 +142,10 @@ class Column(_Declared):
     @classmethod
     def _name(cls, value: str) -> str:
         if not is_identifier(value):
-            raise ValueError(f"{value!r} is not a plain column name (letters, digits and _, "
-                             "not starting with a digit)")
+            raise ValueError(
+                f"{value!r} is not a plain column name (letters, digits and _, "
+                "not starting with a digit)"
+            )
         return value
 
     @field_validator("type")
@@ -146,11 +173,15 @@ class Column(_Declared):
             if not pa.types.is_date32(kind):
                 raise ValueError(f"{self.name}: a date_of column has type date, not {self.type}")
             if self.from_ is not None or self.epoch is not None:
-                raise ValueError(f"{self.name}: a derived (date_of) column is not read from "
-                                 "files, so it takes no from or epoch")
+                raise ValueError(
+                    f"{self.name}: a derived (date_of) column is not read from "
+                    "files, so it takes no from or epoch"
+                )
             if any(rule.severity == "quarantine" for rule in self.rules):
-                raise ValueError(f"{self.name}: a derived column's rules cannot quarantine "
-                                 "(they are checked on the table rows); use warn or error")
+                raise ValueError(
+                    f"{self.name}: a derived column's rules cannot quarantine "
+                    "(they are checked on the table rows); use warn or error"
+                )
         for rule in self.rules:
             _compile_rule(self, rule)  # bounds and values must fit the column's type
         return self
@@ -160,16 +191,18 @@ class CsvOptions(_Declared):
     """How the source's CSV files are written."""
 
     delimiter: str = Field(
-        default=",", description="Field delimiter: one character, or tab, comma, semicolon, "
-        "pipe.")
+        default=",", description="Field delimiter: one character, or tab, comma, semicolon, pipe."
+    )
 
     @field_validator("delimiter")
     @classmethod
     def _delimiter(cls, value: str) -> str:
         value = _DELIMITER_NAMES.get(value, value)
-        if len(value) != 1 or value in "\"\r\n":
-            raise ValueError(f"delimiter {value!r} must be one character other than a quote "
-                             "or a line break (or one of: tab, comma, semicolon, pipe)")
+        if len(value) != 1 or value in '"\r\n':
+            raise ValueError(
+                f"delimiter {value!r} must be one character other than a quote "
+                "or a line break (or one of: tab, comma, semicolon, pipe)"
+            )
         return value
 
 
@@ -178,7 +211,8 @@ class NumberOptions(_Declared):
 
     decimal: str = Field(default=".", description=f"Decimal separator: {DECIMAL_SEPARATORS}.")
     thousands: str | None = Field(
-        default=None, description=f"Thousands separator, if any: {THOUSANDS_SEPARATORS}.")
+        default=None, description=f"Thousands separator, if any: {THOUSANDS_SEPARATORS}."
+    )
 
     @model_validator(mode="after")
     def _separators(self) -> NumberOptions:
@@ -190,11 +224,15 @@ class CheckOptions(_Declared):
     """The asset checks every declared source gets."""
 
     blocking: bool = Field(
-        default=False, description="A failing ERROR check blocks downstream assets.")
+        default=False, description="A failing ERROR check blocks downstream assets."
+    )
     quarantine_share: float = Field(
-        default=0.01, gt=0, le=1,
+        default=0.01,
+        gt=0,
+        le=1,
         description="The quarantine_share check warns when more than this share of a day's "
-        "raw rows is quarantined (it fails when a non-empty day loads nothing).")
+        "raw rows is quarantined (it fails when a non-empty day loads nothing).",
+    )
 
 
 class SensorOptions(_Declared):
@@ -202,7 +240,8 @@ class SensorOptions(_Declared):
 
     also_request: tuple[str, ...] = Field(
         default=(),
-        description="Downstream assets (same partitions) to materialize in the same run.")
+        description="Downstream assets (same partitions) to materialize in the same run.",
+    )
     minimum_interval_seconds: int = Field(default=30, ge=5, description="Tick interval.")
 
 
@@ -212,50 +251,69 @@ Strategy = Literal["overwrite", "merge", "replace"]
 class LandingSource(_Declared):
     """A landing source and the lake table built from it (see docs/landing.md)."""
 
-    name: str = Field(description="Source name: the {source} of the layout, and by default "
-                      "the asset and table name.")
+    name: str = Field(
+        description="Source name: the {source} of the layout, and by default "
+        "the asset and table name."
+    )
     asset: str | None = Field(default=None, description="Asset and table name (default: name).")
     description: str | None = Field(default=None, description="Shown in the Dagster UI.")
     snapshot: bool = Field(
-        default=False, description="Full snapshots instead of daily files: the newest file "
-        "(greatest name) of the snapshot folder is the whole table.")
+        default=False,
+        description="Full snapshots instead of daily files: the newest file "
+        "(greatest name) of the snapshot folder is the whole table.",
+    )
     layout: str | None = Field(
-        default=None, description=f"Folder template: '{DEFAULT_DAILY_LAYOUT}' (default), "
+        default=None,
+        description=f"Folder template: '{DEFAULT_DAILY_LAYOUT}' (default), "
         "'{source}/{yyyy}/{mm}/{dd}', '{source}/dt={date}'...; snapshots: "
-        f"'{DEFAULT_SNAPSHOT_LAYOUT}'.")
+        f"'{DEFAULT_SNAPSHOT_LAYOUT}'.",
+    )
     formats: tuple[Literal["parquet", "csv", "jsonl"], ...] = Field(
-        default=FORMATS,
-        description="File formats read (.csv.gz and .jsonl.gz included).")
+        default=FORMATS, description="File formats read (.csv.gz and .jsonl.gz included)."
+    )
     columns: tuple[Column, ...] = Field(min_length=1, description="The source's columns.")
     natural_key: tuple[str, ...] = Field(min_length=1, description="Columns identifying a row.")
     version: str | None = Field(
-        default=None, description="Column whose newest value wins when a key repeats.")
+        default=None, description="Column whose newest value wins when a key repeats."
+    )
     partition_date: str | None = Field(
-        default=None, description="Date column that must equal the day of the file's folder.")
+        default=None, description="Date column that must equal the day of the file's folder."
+    )
     strategy: Strategy | None = Field(
-        default=None, description="overwrite (replace the run's days; default when "
+        default=None,
+        description="overwrite (replace the run's days; default when "
         "partition_date is set), merge (MERGE on the natural key; default otherwise), "
-        "replace (snapshots: atomic full replace).")
+        "replace (snapshots: atomic full replace).",
+    )
     partition_column: str | None = Field(
-        default=None, description="Delta partition column (default: partition_date for "
-        "overwrite).")
+        default=None, description="Delta partition column (default: partition_date for overwrite)."
+    )
     prune_columns: tuple[str, ...] = Field(
-        default=(), description="Merge only: columns whose [min, max] prunes the "
-        "MERGE to the files it can touch.")
+        default=(),
+        description="Merge only: columns whose [min, max] prunes the "
+        "MERGE to the files it can touch.",
+    )
     first_day: dt.date | None = Field(
-        default=None, description="First partition day (daily sources, required).")
+        default=None, description="First partition day (daily sources, required)."
+    )
     timezone: str = Field(
-        default="UTC", description="IANA zone of timestamps written without an offset.")
+        default="UTC", description="IANA zone of timestamps written without an offset."
+    )
     csv: CsvOptions = Field(default_factory=CsvOptions)
     numbers: NumberOptions = Field(default_factory=NumberOptions)
     checks: CheckOptions = Field(default_factory=CheckOptions)
     sensor: SensorOptions = Field(default_factory=SensorOptions)
     max_field_bytes: int = Field(
-        default=MAX_FIELD_BYTES, gt=0, le=MAX_DECLARED_FIELD_BYTES,
-        description="A text value longer than this quarantines its row.")
+        default=MAX_FIELD_BYTES,
+        gt=0,
+        le=MAX_DECLARED_FIELD_BYTES,
+        description="A text value longer than this quarantines its row.",
+    )
     code_version: str = Field(
-        default="1", description="Bump when the declaration's meaning changes: reruns skip "
-        "only on unchanged files and code.")
+        default="1",
+        description="Bump when the declaration's meaning changes: reruns skip "
+        "only on unchanged files and code.",
+    )
     group: str = Field(default="lake", description="Dagster asset group.")
     owners: tuple[str, ...] = Field(default=(), description="Dagster asset owners.")
 
@@ -263,8 +321,10 @@ class LandingSource(_Declared):
     @classmethod
     def _names(cls, value: str | None) -> str | None:
         if value is not None and not SOURCE_NAME.match(value):
-            raise ValueError(f"{value!r} must be lower case letters, digits and _, starting "
-                             "with a letter (it names a folder, a table and an asset)")
+            raise ValueError(
+                f"{value!r} must be lower case letters, digits and _, starting "
+                "with a letter (it names a folder, a table and an asset)"
+            )
         return value
 
     @field_validator("timezone")
@@ -273,8 +333,9 @@ class LandingSource(_Declared):
         try:
             zoneinfo.ZoneInfo(value)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"{value!r} is not an IANA time zone such as UTC or "
-                             "Europe/Berlin") from exc
+            raise ValueError(
+                f"{value!r} is not an IANA time zone such as UTC or Europe/Berlin"
+            ) from exc
         return value
 
     @model_validator(mode="after")
@@ -311,15 +372,19 @@ class LandingSource(_Declared):
     def table_schema(self) -> pa.Schema:
         """The lake table's schema: read columns, then derived ones, in declaration order."""
         key = set(self.natural_key)
-        return pa.schema([pa.field(c.name, c.arrow_type, nullable=c.name not in key)
-                          for c in self.columns])
+        return pa.schema(
+            [pa.field(c.name, c.arrow_type, nullable=c.name not in key) for c in self.columns]
+        )
 
     def contract(self) -> SourceContract:
         """The reader's contract for this source."""
         key = set(self.natural_key)
-        schema = pa.schema([
-            pa.field(c.name, c.arrow_type, nullable=c.nullable and c.name not in key)
-            for c in self.read_columns])
+        schema = pa.schema(
+            [
+                pa.field(c.name, c.arrow_type, nullable=c.nullable and c.name not in key)
+                for c in self.read_columns
+            ]
+        )
         return SourceContract(
             name=self.name,
             schema=schema,
@@ -356,19 +421,23 @@ def _check_source(source: LandingSource) -> None:
         raise ValueError(f"columns: file column(s) {', '.join(doubled)} read more than once")
     by_name = {c.name: c for c in source.columns}
 
-    def need(field: str, column: str | None, *, read: bool = False,
-             kinds: tuple[str, ...] = ()) -> None:
+    def need(
+        field: str, column: str | None, *, read: bool = False, kinds: tuple[str, ...] = ()
+    ) -> None:
         if column is None:
             return
         if column not in by_name:
-            raise ValueError(f"{field}: {column!r} is not a declared column "
-                             f"(declared: {', '.join(names)})")
+            raise ValueError(
+                f"{field}: {column!r} is not a declared column (declared: {', '.join(names)})"
+            )
         found = by_name[column]
         if read and found.derived:
             raise ValueError(f"{field}: {column!r} is derived; it must be read from files")
         if kinds and not any(_KINDS[k](found.arrow_type) for k in kinds):
-            raise ValueError(f"{field}: {column!r} has type {found.type}; it must be a "
-                             f"{' or '.join(kinds)} column")
+            raise ValueError(
+                f"{field}: {column!r} has type {found.type}; it must be a "
+                f"{' or '.join(kinds)} column"
+            )
 
     for key in source.natural_key:
         need("natural_key", key, read=True)
@@ -381,36 +450,45 @@ def _check_source(source: LandingSource) -> None:
         if column.date_of is not None:
             need(f"{column.name}: date_of", column.date_of, read=True, kinds=("timestamp",))
     strategy = source.resolved_strategy
-    layout = source.layout or (DEFAULT_SNAPSHOT_LAYOUT if source.snapshot
-                               else DEFAULT_DAILY_LAYOUT)
+    layout = source.layout or (DEFAULT_SNAPSHOT_LAYOUT if source.snapshot else DEFAULT_DAILY_LAYOUT)
     daily_layout = Layout(layout, source.name).daily
     if source.snapshot:
         if daily_layout:
-            raise ValueError(f"layout {layout!r} names a day, but a snapshot source has one "
-                             "folder; drop the day placeholders")
+            raise ValueError(
+                f"layout {layout!r} names a day, but a snapshot source has one "
+                "folder; drop the day placeholders"
+            )
         for field in ("first_day", "partition_date", "partition_column"):
             if getattr(source, field) is not None:
                 raise ValueError(f"{field}: a snapshot source has no partitions; remove it")
         if strategy == "overwrite":
-            raise ValueError("strategy: a snapshot source is written by replace or merge, "
-                             "not overwrite")
+            raise ValueError(
+                "strategy: a snapshot source is written by replace or merge, not overwrite"
+            )
     else:
         if not daily_layout:
-            raise ValueError(f"layout {layout!r} names no day: add {{date}} (or "
-                             "{yyyy}/{mm}/{dd}), or set snapshot: true")
+            raise ValueError(
+                f"layout {layout!r} names no day: add {{date}} (or "
+                "{yyyy}/{mm}/{dd}), or set snapshot: true"
+            )
         if source.first_day is None:
-            raise ValueError("first_day: a daily source needs its first partition day "
-                             "(YYYY-MM-DD)")
+            raise ValueError("first_day: a daily source needs its first partition day (YYYY-MM-DD)")
         if strategy == "replace":
-            raise ValueError("strategy: replace is for snapshot sources; a daily source is "
-                             "written by overwrite or merge")
+            raise ValueError(
+                "strategy: replace is for snapshot sources; a daily source is "
+                "written by overwrite or merge"
+            )
     if strategy == "overwrite":
         if source.partition_date is None:
-            raise ValueError("strategy overwrite replaces the run's days, so it needs "
-                             "partition_date (the column holding each row's day)")
+            raise ValueError(
+                "strategy overwrite replaces the run's days, so it needs "
+                "partition_date (the column holding each row's day)"
+            )
         if source.resolved_partition_column != source.partition_date:
-            raise ValueError("partition_column: an overwrite table is partitioned by its "
-                             f"partition_date {source.partition_date!r}")
+            raise ValueError(
+                "partition_column: an overwrite table is partitioned by its "
+                f"partition_date {source.partition_date!r}"
+            )
     if source.prune_columns and strategy != "merge":
         raise ValueError("prune_columns applies to the merge strategy only")
 
@@ -429,13 +507,15 @@ def _typed_bound(column: Column, value: Any, what: str) -> Any:
         if pa.types.is_date32(kind):
             return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
         if pa.types.is_timestamp(kind):
-            stamp = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(
-                str(value))
+            stamp = (
+                value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+            )
             return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)
     except (ValueError, TypeError, decimal.InvalidOperation) as exc:
         raise ValueError(f"{column.name}: {what} {value!r} is not a {column.type} value") from exc
-    raise ValueError(f"{column.name}: {what} applies to numbers, dates and timestamps, "
-                     f"not {column.type}")
+    raise ValueError(
+        f"{column.name}: {what} applies to numbers, dates and timestamps, not {column.type}"
+    )
 
 
 def _compile_rule(column: Column, rule: Rule) -> ValueRule:
@@ -446,19 +526,21 @@ def _compile_rule(column: Column, rule: Rule) -> ValueRule:
         elif pa.types.is_integer(kind):
             values = tuple(_typed_bound(column, v, "allowed value") for v in rule.allowed)
         else:
-            raise ValueError(f"{column.name}: allowed applies to string and integer columns, "
-                             f"not {column.type}")
+            raise ValueError(
+                f"{column.name}: allowed applies to string and integer columns, not {column.type}"
+            )
         return ValueRule(column.name, "allowed", rule.severity, allowed=values)
     if rule.pattern is not None:
         if not pa.types.is_string(kind):
-            raise ValueError(f"{column.name}: pattern applies to string columns, "
-                             f"not {column.type}")
+            raise ValueError(f"{column.name}: pattern applies to string columns, not {column.type}")
         return ValueRule(column.name, "pattern", rule.severity, pattern=rule.pattern)
     if rule.non_negative:
-        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
-                or pa.types.is_decimal(kind)):
-            raise ValueError(f"{column.name}: non_negative applies to number columns, "
-                             f"not {column.type}")
+        if not (
+            pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+        ):
+            raise ValueError(
+                f"{column.name}: non_negative applies to number columns, not {column.type}"
+            )
         return ValueRule(column.name, "non_negative", rule.severity)
     low = None if rule.min is None else _typed_bound(column, rule.min, "min")
     high = None if rule.max is None else _typed_bound(column, rule.max, "max")

@@ -35,12 +35,20 @@ from idem_assets.spark.values import (
 )
 
 _DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
-_WORDS = ((pa.types.is_integer, "integer"), (pa.types.is_floating, "float"),
-          (pa.types.is_boolean, "boolean"), (pa.types.is_date, "date"),
-          (pa.types.is_struct, "object"), (pa.types.is_list, "list"),
-          (pa.types.is_large_list, "list"), (pa.types.is_null, "null"),
-          (pa.types.is_binary, "binary"), (pa.types.is_large_binary, "binary"),
-          (pa.types.is_time, "time of day"), (pa.types.is_duration, "duration"))
+_WORDS = (
+    (pa.types.is_integer, "integer"),
+    (pa.types.is_floating, "float"),
+    (pa.types.is_boolean, "boolean"),
+    (pa.types.is_date, "date"),
+    (pa.types.is_struct, "object"),
+    (pa.types.is_list, "list"),
+    (pa.types.is_large_list, "list"),
+    (pa.types.is_null, "null"),
+    (pa.types.is_binary, "binary"),
+    (pa.types.is_large_binary, "binary"),
+    (pa.types.is_time, "time of day"),
+    (pa.types.is_duration, "duration"),
+)
 
 
 def raw_of_arrow(value: Column, kind: pa.DataType, text: Column | None = None) -> Raw:
@@ -48,8 +56,9 @@ def raw_of_arrow(value: Column, kind: pa.DataType, text: Column | None = None) -
     if pa.types.is_dictionary(kind):
         return raw_of_arrow(value, kind.value_type, text)
     if pa.types.is_timestamp(kind):
-        return Raw(value, "timestamp", zoned=kind.tz is not None,
-                   fraction_digits=_DIGITS[kind.unit])
+        return Raw(
+            value, "timestamp", zoned=kind.tz is not None, fraction_digits=_DIGITS[kind.unit]
+        )
     if pa.types.is_decimal128(kind):
         return Raw(value, "decimal", scale=kind.scale)
     word = next((w for check, w in _WORDS if check(kind)), None)
@@ -66,8 +75,10 @@ def to_string(name: str, raw: Raw, typed: Column) -> Typed:
         return Typed(value, no_error())
     if raw.kind == "binary":
         reason = F.lit(f"{name}: binary value cannot be read as UTF-8 text")
-        return Typed(F.try_validate_utf8(value.cast("string")),
-                     F.when(value.isNotNull() & typed.isNull(), reason))
+        return Typed(
+            F.try_validate_utf8(value.cast("string")),
+            F.when(value.isNotNull() & typed.isNull(), reason),
+        )
     if raw.kind in ("object", "list"):
         return Typed(F.to_json(value), no_error())
     if raw.kind == "float":
@@ -83,34 +94,44 @@ def to_bool(name: str, raw: Raw, typed: Column) -> Typed:
     if raw.kind == "boolean":
         return Typed(value, no_error())
     if raw.kind == "integer":
-        return Typed(F.when(value == 1, F.lit(True)).when(value == 0, F.lit(False)),
-                     F.when(value.isNotNull() & typed.isNull(),
-                            value_reason(name, "is not 0 or 1", raw_text(raw))))
+        return Typed(
+            F.when(value == 1, F.lit(True)).when(value == 0, F.lit(False)),
+            F.when(
+                value.isNotNull() & typed.isNull(),
+                value_reason(name, "is not 0 or 1", raw_text(raw)),
+            ),
+        )
     if raw.kind != "string":
         return type_error(name, raw, pa.bool_())
     assert raw.text is not None
     lower = F.lower(raw.text)
     choices = "/".join((*BOOL_TRUE, *BOOL_FALSE))
-    return Typed(F.when(lower.isin(list(BOOL_TRUE)), F.lit(True))
-                 .when(lower.isin(list(BOOL_FALSE)), F.lit(False)),
-                 F.when(raw.text.isNotNull() & typed.isNull(),
-                        value_reason(name, f"is not a boolean ({choices})", raw.text)))
+    return Typed(
+        F.when(lower.isin(list(BOOL_TRUE)), F.lit(True)).when(
+            lower.isin(list(BOOL_FALSE)), F.lit(False)
+        ),
+        F.when(
+            raw.text.isNotNull() & typed.isNull(),
+            value_reason(name, f"is not a boolean ({choices})", raw.text),
+        ),
+    )
 
 
 def _typed(name: str, raw: Raw, target: pa.DataType, typed: Column, read_as: ReadAs) -> Typed:
     if raw.kind == "binary" and not pa.types.is_string(target):
         # Text stored as bytes is read as text when it is valid UTF-8, as the local reader does.
         decoded = F.try_validate_utf8(raw.value.cast("string"))
-        as_text = _by_target(name, Raw(decoded, "string", non_blank(stripped(decoded))), target,
-                             typed, read_as)
+        as_text = _by_target(
+            name, Raw(decoded, "string", non_blank(stripped(decoded))), target, typed, read_as
+        )
         refused = _by_target(name, raw, target, typed, read_as)  # a type error
-        return Typed(as_text.value, F.when(decoded.isNull(), refused.error)
-                     .otherwise(as_text.error))
+        return Typed(
+            as_text.value, F.when(decoded.isNull(), refused.error).otherwise(as_text.error)
+        )
     return _by_target(name, raw, target, typed, read_as)
 
 
-def _by_target(name: str, raw: Raw, target: pa.DataType, typed: Column, read_as: ReadAs
-               ) -> Typed:
+def _by_target(name: str, raw: Raw, target: pa.DataType, typed: Column, read_as: ReadAs) -> Typed:
     if pa.types.is_int64(target):
         return to_int(name, raw, typed, read_as)
     if pa.types.is_int32(target):
@@ -147,7 +168,13 @@ def coerce(name: str, raw: Raw, target: pa.DataType, typed: Column, read_as: Rea
     present = raw.value.isNotNull() if raw.text is None else raw.text.isNotNull()
     limit = read_as.max_bytes
     size = F.octet_length(raw.value)
-    bound = F.concat(F.lit(f"{name}: value is "), size.cast("string"),
-                     F.lit(f" bytes, over the {limit}-byte bound for one field"))
-    return Typed(F.when(size > limit, F.lit(None).cast(kind)).otherwise(value),
-                 F.when(size > limit, bound).otherwise(error), present)
+    bound = F.concat(
+        F.lit(f"{name}: value is "),
+        size.cast("string"),
+        F.lit(f" bytes, over the {limit}-byte bound for one field"),
+    )
+    return Typed(
+        F.when(size > limit, F.lit(None).cast(kind)).otherwise(value),
+        F.when(size > limit, bound).otherwise(error),
+        present,
+    )

@@ -22,14 +22,25 @@ SPARK_ERRORS = (CapturedException, Py4JJavaError)
 def removes(files: Sequence[DataFile], partition_column: str | None) -> list[RemoveAction]:
     """Remove actions for the given files."""
     now = int(time.time() * 1000)
-    return [RemoveAction(f.path, True, now, f.size,
-                         {partition_column: None if f.partition_value is None
-                          else str(f.partition_value)} if partition_column else {})
-            for f in files]
+    return [
+        RemoveAction(
+            f.path,
+            True,
+            now,
+            f.size,
+            {partition_column: None if f.partition_value is None else str(f.partition_value)}
+            if partition_column
+            else {},
+        )
+        for f in files
+    ]
 
 
-def properties_for(metadata: Mapping[str, Any] | None, fingerprint: Fingerprint,
-                   txn: Transaction | None) -> CommitProperties:
+def properties_for(
+    metadata: Mapping[str, Any] | None, fingerprint: Fingerprint, txn: Transaction | None
+) -> CommitProperties:
     """Commit properties: caller metadata, the fingerprint, the txn, delta-rs retries off."""
-    return commit_properties({**(metadata or {}), "idem.fingerprint": str(fingerprint),
-                              "idem.engine": "spark"}, [txn] if txn else [])
+    return commit_properties(
+        {**(metadata or {}), "idem.fingerprint": str(fingerprint), "idem.engine": "spark"},
+        [txn] if txn else [],
+    )

@@ -34,12 +34,14 @@ def json_schema(value: Column) -> Column:
 def json_kind(schema: Column) -> Column:
     """The kind of a JSON value, as the local reader names its type, from its ``json_schema``
     (null for a null value)."""
-    return (F.when(schema == "STRING", F.lit("string"))
-            .when(schema.isin(*_INTEGERS) | schema.rlike(r"^DECIMAL\(\d+,0\)$"), F.lit("integer"))
-            .when(schema.startswith("DECIMAL") | schema.isin("DOUBLE", "FLOAT"), F.lit("float"))
-            .when(schema == "BOOLEAN", F.lit("boolean"))
-            .when(schema.startswith("OBJECT"), F.lit("object"))
-            .when(schema.startswith("ARRAY"), F.lit("list")))
+    return (
+        F.when(schema == "STRING", F.lit("string"))
+        .when(schema.isin(*_INTEGERS) | schema.rlike(r"^DECIMAL\(\d+,0\)$"), F.lit("integer"))
+        .when(schema.startswith("DECIMAL") | schema.isin("DOUBLE", "FLOAT"), F.lit("float"))
+        .when(schema == "BOOLEAN", F.lit("boolean"))
+        .when(schema.startswith("OBJECT"), F.lit("object"))
+        .when(schema.startswith("ARRAY"), F.lit("list"))
+    )
 
 
 def json_text(value: Column) -> Column:
@@ -75,8 +77,17 @@ def _own_value(value: Column, kind: str) -> Column:
     return F.try_variant_get(value, "$", types[kind])
 
 
-def json_typed(name: str, value: Column, kind: Column, text: Column, stripped: Column | None,
-               target: pa.DataType, typed: Column, read_as: ReadAs, stages: Stages) -> Typed:
+def json_typed(
+    name: str,
+    value: Column,
+    kind: Column,
+    text: Column,
+    stripped: Column | None,
+    target: pa.DataType,
+    typed: Column,
+    read_as: ReadAs,
+    stages: Stages,
+) -> Typed:
     """The contract-typed value of a JSON value and its reason, by the value's kind.
 
     ``kind`` and ``text`` are ``json_kind`` and ``json_text`` of ``value``; ``stripped`` is
@@ -84,8 +95,13 @@ def json_typed(name: str, value: Column, kind: Column, text: Column, stripped: C
     """
     judged_by_text = text_kinds(target, read_as)
     number = kind.isin("integer", "float") if len(judged_by_text) > 1 else None
-    by_text = coerce(name, Raw(text, "string", stripped, stages=stages, json_number=number),
-                     target, typed, read_as)
+    by_text = coerce(
+        name,
+        Raw(text, "string", stripped, stages=stages, json_number=number),
+        target,
+        typed,
+        read_as,
+    )
     if pa.types.is_string(target):
         return by_text
     value_of, error_of, present = by_text.value, by_text.error, by_text.present
@@ -100,8 +116,11 @@ def json_typed(name: str, value: Column, kind: Column, text: Column, stripped: C
         words = F.when(kind == refused[0], F.lit(with_article(refused[0])))
         for word in refused[1:]:
             words = words.when(kind == word, F.lit(with_article(word)))
-        reason = F.concat(F.lit(f"{name}: got "), words, F.lit(
-            f" value, expected {expected_form(target, read_as.epoch)}"))
+        reason = F.concat(
+            F.lit(f"{name}: got "),
+            words,
+            F.lit(f" value, expected {expected_form(target, read_as.epoch)}"),
+        )
         is_refused = kind.isin(*refused)
         value_of = F.when(is_refused, F.lit(None)).otherwise(value_of)
         error_of = F.when(is_refused, reason).otherwise(error_of)

@@ -79,8 +79,9 @@ def folder_day(path: Column, layout: Layout) -> Column:
     if "date" in groups:
         text = F.regexp_extract(path, pattern, groups["date"])
     else:
-        text = F.concat_ws("-", *(F.regexp_extract(path, pattern, groups[part])
-                                  for part in ("yyyy", "mm", "dd")))
+        text = F.concat_ws(
+            "-", *(F.regexp_extract(path, pattern, groups[part]) for part in ("yyyy", "mm", "dd"))
+        )
     return F.try_to_date(text, "yyyy-MM-dd")
 
 
@@ -97,14 +98,16 @@ def _folder(contract: SourceContract) -> Column:
     return F.lit(None).cast("date")
 
 
-def _raw(source: FileColumn, column: Column, text: Column | None,
-         stages: Stages | None = None) -> Raw:
+def _raw(
+    source: FileColumn, column: Column, text: Column | None, stages: Stages | None = None
+) -> Raw:
     raw = raw_of_arrow(column, source.kind)
     return Raw(raw.value, raw.kind, text, raw.scale, raw.zoned, raw.fraction_digits, stages)
 
 
-def _texts(contract: SourceContract, sources: Mapping[str, FileColumn | JsonColumn]
-           ) -> tuple[dict[int, Column], dict[int, Column]]:
+def _texts(
+    contract: SourceContract, sources: Mapping[str, FileColumn | JsonColumn]
+) -> tuple[dict[int, Column], dict[int, Column]]:
     """The texts to stage per column index: strings to strip, and Polars' float text."""
     strip: dict[int, Column] = {}
     floats: dict[int, Column] = {}
@@ -124,8 +127,9 @@ def _texts(contract: SourceContract, sources: Mapping[str, FileColumn | JsonColu
     return strip, floats
 
 
-def _verdict(contract: SourceContract, coerced: Mapping[int, Typed], staged: DataFrame
-             ) -> DataFrame:
+def _verdict(
+    contract: SourceContract, coerced: Mapping[int, Typed], staged: DataFrame
+) -> DataFrame:
     """Add BAD (as the local reader finds bad rows, without any text) and REASON."""
     typed = {f.name: F.col(f"__v{i}") for i, f in enumerate(contract.schema)}
     rules = row_rules(contract, typed, F.col(_FOLDER))
@@ -138,24 +142,39 @@ def _verdict(contract: SourceContract, coerced: Mapping[int, Typed], staged: Dat
     # A verdict Spark cannot move: filters on it stay above this projection instead of being
     # pushed into the ones below, where they would inline (and evaluate twice) every value.
     bad = bad & (F.spark_partition_id() >= 0)
-    staged = staged.withColumns({
-        BAD: bad,
-        _PARSE_ERRORS: F.concat_ws("; ", *(F.col(f"__e{i}") for i in coerced)),
-        _RULE_ERRORS: F.concat_ws("; ", *(F.when(rule.broken, rule.message) for rule in rules)),
-    })
+    staged = staged.withColumns(
+        {
+            BAD: bad,
+            _PARSE_ERRORS: F.concat_ws("; ", *(F.col(f"__e{i}") for i in coerced)),
+            _RULE_ERRORS: F.concat_ws("; ", *(F.when(rule.broken, rule.message) for rule in rules)),
+        }
+    )
     # Parse errors explain their row; row rules only judge rows whose values all parsed.
     parse_errors, rule_errors = F.col(_PARSE_ERRORS), F.col(_RULE_ERRORS)
-    reason = F.coalesce(F.col(_PROBLEM), F.when(parse_errors != "", parse_errors),
-                        F.when(rule_errors != "", rule_errors), F.lit(""))
+    reason = F.coalesce(
+        F.col(_PROBLEM),
+        F.when(parse_errors != "", parse_errors),
+        F.when(rule_errors != "", rule_errors),
+        F.lit(""),
+    )
     return staged.select(
         *(value.alias(name) for name, value in typed.items()),
-        F.col(BAD), F.when(F.col(BAD), reason).alias(REASON), F.col(PATH), F.col(ROW),
+        F.col(BAD),
+        F.when(F.col(BAD), reason).alias(REASON),
+        F.col(PATH),
+        F.col(ROW),
         F.col(RAW),
     )
 
 
-def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_record: Column,
-          row: Column, sources: Mapping[str, FileColumn | JsonColumn]) -> DataFrame:
+def judge(
+    frame: DataFrame,
+    contract: SourceContract,
+    problem: Column,
+    raw_record: Column,
+    row: Column,
+    sources: Mapping[str, FileColumn | JsonColumn],
+) -> DataFrame:
     """Type every contract column and judge each row: BAD, and REASON where it is bad.
 
     ``sources`` maps contract columns to where the frame holds them; a column it lacks is
@@ -168,37 +187,65 @@ def judge(frame: DataFrame, contract: SourceContract, problem: Column, raw_recor
     jsons = [i for i, f in fields if isinstance(sources[f.name], JsonColumn)]
     staged = frame.select(
         *(quoted(sources[f.name].name).alias(f"__r{i}") for i, f in fields),
-        F.col(PATH), problem.cast("string").alias(_PROBLEM),
-        raw_record.cast("string").alias(RAW), row.cast("bigint").alias(ROW))
-    staged = staged.withColumns({
-        **{f"__y{i}": json_schema(F.col(f"__r{i}")) for i in jsons},
-        **{f"__x{i}": json_text(F.col(f"__r{i}")) for i in jsons},
-        _FOLDER: _folder(contract)})
+        F.col(PATH),
+        problem.cast("string").alias(_PROBLEM),
+        raw_record.cast("string").alias(RAW),
+        row.cast("bigint").alias(ROW),
+    )
+    staged = staged.withColumns(
+        {
+            **{f"__y{i}": json_schema(F.col(f"__r{i}")) for i in jsons},
+            **{f"__x{i}": json_text(F.col(f"__r{i}")) for i in jsons},
+            _FOLDER: _folder(contract),
+        }
+    )
     staged = staged.withColumns({f"__k{i}": json_kind(F.col(f"__y{i}")) for i in jsons})
     strip, floats = _texts(contract, sources)
     staged = staged.withColumns({f"__s{i}": stripped(text) for i, text in strip.items()})
-    staged = staged.withColumns({
-        **{f"__t{i}": non_blank(F.col(f"__s{i}")) for i in strip},
-        **{f"__n{i}": text for i, text in floats.items()}})
+    staged = staged.withColumns(
+        {
+            **{f"__t{i}": non_blank(F.col(f"__s{i}")) for i in strip},
+            **{f"__n{i}": text for i, text in floats.items()},
+        }
+    )
 
     def typed_of(i: int, field: pa.Field, stages: Stages) -> Typed:
         read_as, typed = ReadAs.of(contract, field.name), F.col(f"__v{i}")
         text = F.col(f"__t{i}") if i in strip else None
         source = sources[field.name]
         if isinstance(source, JsonColumn):
-            return json_typed(field.name, F.col(f"__r{i}"), F.col(f"__k{i}"), F.col(f"__x{i}"),
-                              text, field.type, typed, read_as, stages)
+            return json_typed(
+                field.name,
+                F.col(f"__r{i}"),
+                F.col(f"__k{i}"),
+                F.col(f"__x{i}"),
+                text,
+                field.type,
+                typed,
+                read_as,
+                stages,
+            )
         judged_by = F.col(f"__n{i}") if i in floats else text
-        return coerce(field.name, _raw(source, F.col(f"__r{i}"), judged_by, stages),
-                      field.type, typed, read_as)
+        return coerce(
+            field.name,
+            _raw(source, F.col(f"__r{i}"), judged_by, stages),
+            field.type,
+            typed,
+            read_as,
+        )
 
     stages = Stages("__p")
     coerced = {i: typed_of(i, f, stages.child(str(i))) for i, f in fields}
     for level in stages.levels:
         staged = staged.withColumns(level)
     target = spark_schema(contract.schema)
-    staged = staged.withColumns({
-        f"__v{i}": (coerced[i].value if i in coerced else F.lit(None)).cast(
-            target[f.name].dataType) for i, f in enumerate(contract.schema)})
+    staged = staged.withColumns(
+        {
+            f"__v{i}": (coerced[i].value if i in coerced else F.lit(None)).cast(
+                target[f.name].dataType
+            )
+            for i, f in enumerate(contract.schema)
+        }
+    )
     staged = staged.withColumns({f"__e{i}": c.error for i, c in coerced.items()})
     return _verdict(contract, coerced, staged)

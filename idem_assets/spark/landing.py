@@ -37,8 +37,14 @@ from idem_assets.spark.resource import require_settings
 from idem_assets.spark.schema import spark_schema
 
 _CORRUPT = "__idem_corrupt"
-QUARANTINE_COLUMNS = ("source", "partition_date", "source_file", "row_number", "reason",
-                      "raw_record")
+QUARANTINE_COLUMNS = (
+    "source",
+    "partition_date",
+    "source_file",
+    "row_number",
+    "reason",
+    "raw_record",
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +92,8 @@ class SparkLandingBatch:
     def counts(self) -> tuple[int, int]:
         """(valid rows, quarantined rows), counted in one Spark job."""
         totals = self.judged.agg(
-            F.count(F.lit(1)).alias("raw"), F.count_if(F.col(BAD)).alias("bad")).first()
+            F.count(F.lit(1)).alias("raw"), F.count_if(F.col(BAD)).alias("bad")
+        ).first()
         assert totals is not None
         return int(totals["raw"]) - int(totals["bad"]), int(totals["bad"])
 
@@ -95,9 +102,15 @@ def _raw_value(value: Column, kind: T.DataType) -> Column:
     if not isinstance(kind, T.StringType):
         return value
     more = F.length(value) - RAW_VALUE_CHARS
-    return F.when(more > 0, F.concat(F.substring(value, 1, RAW_VALUE_CHARS), F.lit("...["),
-                                     more.cast("string"), F.lit(" more chars]"))
-                  ).otherwise(value)
+    return F.when(
+        more > 0,
+        F.concat(
+            F.substring(value, 1, RAW_VALUE_CHARS),
+            F.lit("...["),
+            more.cast("string"),
+            F.lit(" more chars]"),
+        ),
+    ).otherwise(value)
 
 
 def _raw_record(frame: DataFrame, names: tuple[str, ...]) -> Column:
@@ -123,37 +136,59 @@ def _uris(group: FileGroup) -> list[str]:
 
 def _parquet(spark: SparkSession, group: FileGroup, contract: SourceContract) -> DataFrame:
     frame = spark.read.parquet(*_uris(group))
-    frame = frame.select(*(quoted(c) for c in group.columns),
-                         F.col("_metadata.file_path").alias(PATH),
-                         (F.col("_metadata.row_index") + 1).alias(ROW))
+    frame = frame.select(
+        *(quoted(c) for c in group.columns),
+        F.col("_metadata.file_path").alias(PATH),
+        (F.col("_metadata.row_index") + 1).alias(ROW),
+    )
     problem = F.lit(group.problem).cast("string")
-    return judge(frame, contract, problem, _raw_record(frame, group.columns), F.col(ROW),
-                 _file_columns(group, contract))
+    return judge(
+        frame,
+        contract,
+        problem,
+        _raw_record(frame, group.columns),
+        F.col(ROW),
+        _file_columns(group, contract),
+    )
 
 
 def _csv(spark: SparkSession, group: FileGroup, contract: SourceContract) -> DataFrame:
-    schema = T.StructType([T.StructField(c, T.StringType()) for c in group.columns]
-                          + [T.StructField(_CORRUPT, T.StringType())])
+    schema = T.StructType(
+        [T.StructField(c, T.StringType()) for c in group.columns]
+        + [T.StructField(_CORRUPT, T.StringType())]
+    )
     frame = (
         spark.read.schema(schema)
-        .options(header=True, multiLine=True, mode="PERMISSIVE", escape='"',
-                 sep=contract.csv_delimiter, encoding="UTF-8",
-                 columnNameOfCorruptRecord=_CORRUPT)
+        .options(
+            header=True,
+            multiLine=True,
+            mode="PERMISSIVE",
+            escape='"',
+            sep=contract.csv_delimiter,
+            encoding="UTF-8",
+            columnNameOfCorruptRecord=_CORRUPT,
+        )
         .csv(_uris(group))
         .select("*", F.col("_metadata.file_path").alias(PATH))
     )
-    malformed = F.when(F.col(_CORRUPT).isNotNull(), F.lit(
-        f"row does not have the header's {len(group.columns)} fields: check delimiters and "
-        "quoting"))
+    malformed = F.when(
+        F.col(_CORRUPT).isNotNull(),
+        F.lit(
+            f"row does not have the header's {len(group.columns)} fields: check delimiters and "
+            "quoting"
+        ),
+    )
     problem = F.coalesce(F.lit(group.problem).cast("string"), malformed)
     raw = F.when(F.col(_CORRUPT).isNotNull(), F.to_json(F.array(F.col(_CORRUPT)))).otherwise(
-        _raw_record(frame, group.columns))
+        _raw_record(frame, group.columns)
+    )
     return judge(frame, contract, problem, raw, F.lit(None), _file_columns(group, contract))
 
 
 def _jsonl(spark: SparkSession, group: FileGroup, contract: SourceContract) -> DataFrame:
     lines = spark.read.text(_uris(group)).select(
-        F.col(LINE), F.col("_metadata.file_path").alias(PATH))
+        F.col(LINE), F.col("_metadata.file_path").alias(PATH)
+    )
     return json_lines(lines, contract)
 
 
@@ -162,16 +197,23 @@ _READERS = {"parquet": _parquet, "csv": _csv, "jsonl": _jsonl}
 
 def empty_judged(spark: SparkSession, contract: SourceContract) -> DataFrame:
     """A judged frame with no rows (a range without files)."""
-    fields = [*spark_schema(contract.schema).fields,
-              T.StructField(BAD, T.BooleanType()), T.StructField(REASON, T.StringType()),
-              T.StructField(PATH, T.StringType()),
-              T.StructField(ROW, T.LongType()), T.StructField(RAW, T.StringType())]
+    fields = [
+        *spark_schema(contract.schema).fields,
+        T.StructField(BAD, T.BooleanType()),
+        T.StructField(REASON, T.StringType()),
+        T.StructField(PATH, T.StringType()),
+        T.StructField(ROW, T.LongType()),
+        T.StructField(RAW, T.StringType()),
+    ]
     return spark.createDataFrame([], T.StructType(fields))
 
 
 def read_landing_spark(
-    spark: SparkSession, landing_dir: str | Path, contract: SourceContract,
-    start: dt.date, end: dt.date,
+    spark: SparkSession,
+    landing_dir: str | Path,
+    contract: SourceContract,
+    start: dt.date,
+    end: dt.date,
 ) -> SparkLandingBatch:
     """Read days ``[start, end)`` of a daily source on the executors (see docs/spark.md).
 
@@ -191,7 +233,13 @@ def read_landing_spark(
     for group in plan.groups:
         judged = judged.unionByName(_READERS[group.format](spark, group, contract))
     return SparkLandingBatch(
-        source=contract.name, start=start, end=end, judged=judged, files=tuple(plan.files),
-        dropped_columns=plan.dropped_columns, ignored_files=plan.ignored_files,
-        notes=plan.notes, contract=contract,
+        source=contract.name,
+        start=start,
+        end=end,
+        judged=judged,
+        files=tuple(plan.files),
+        dropped_columns=plan.dropped_columns,
+        ignored_files=plan.ignored_files,
+        notes=plan.notes,
+        contract=contract,
     )

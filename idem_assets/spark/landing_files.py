@@ -76,8 +76,7 @@ def _first_bytes(path: Path, relpath: str, size: int) -> bytes:
         with gzip.open(path, "rb") as handle:
             return handle.read(size)
     except (OSError, EOFError, zlib.error) as exc:
-        raise LandingFileError(
-            relpath, f"not a readable gzip file ({exc}); re-deliver it") from exc
+        raise LandingFileError(relpath, f"not a readable gzip file ({exc}); re-deliver it") from exc
 
 
 def csv_header(path: Path, relpath: str, delimiter: str = ",") -> list[str]:
@@ -89,8 +88,10 @@ def csv_header(path: Path, relpath: str, delimiter: str = ",") -> list[str]:
         raise LandingFileError(relpath, "CSV header is not valid UTF-8") from exc
     if not text.strip() or text.count('"') % 2:
         raise LandingFileError(
-            relpath, "CSV header line is blank or has an open quote: the Spark reader needs a "
-            "clean header row (the local reader can pinpoint the problem)")
+            relpath,
+            "CSV header line is blank or has an open quote: the Spark reader needs a "
+            "clean header row (the local reader can pinpoint the problem)",
+        )
     return next(csv.reader([text], delimiter=delimiter))
 
 
@@ -126,8 +127,11 @@ def plan_days(
                 schema = parquet_schema(path, relpath)
                 columns, types = tuple(schema.names), tuple(schema.types)
                 if len(set(columns)) < len(columns):
-                    raise LandingFileError(relpath, "Parquet file repeats a column name; the "
-                                           "Spark reader cannot read it (the local reader can)")
+                    raise LandingFileError(
+                        relpath,
+                        "Parquet file repeats a column name; the "
+                        "Spark reader cannot read it (the local reader can)",
+                    )
                 layout = schema.to_string(show_field_metadata=False)
             elif fmt == "csv":
                 columns = tuple(csv_header(path, relpath, contract.csv_delimiter))

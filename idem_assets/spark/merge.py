@@ -53,8 +53,13 @@ def _partition(partition_column: str | None) -> Column:
     return col(partition_column) if partition_column else F.lit(None)
 
 
-def stored_rows(spark: SparkSession, table: DeltaTable, schema: pa.Schema,
-                partition_column: str | None, files: Sequence[DataFile]) -> DataFrame:
+def stored_rows(
+    spark: SparkSession,
+    table: DeltaTable,
+    schema: pa.Schema,
+    partition_column: str | None,
+    files: Sequence[DataFile],
+) -> DataFrame:
     """The stored rows of the given data files, read by executors (partition from the log)."""
     file_schema = pa.schema([f for f in schema if f.name != partition_column])
     by_value: dict[object, list[str]] = {}
@@ -74,24 +79,35 @@ def stored_rows(spark: SparkSession, table: DeltaTable, schema: pa.Schema,
     return result
 
 
-def _plan(stored: DataFrame, batch: DataFrame, key: Sequence[str], version_column: str,
-          partition_column: str | None) -> _Plan:
+def _plan(
+    stored: DataFrame,
+    batch: DataFrame,
+    key: Sequence[str],
+    version_column: str,
+    partition_column: str | None,
+) -> _Plan:
     columns = list(batch.columns)
     combined = stored.withColumn(_SIDE, F.lit(0)).unionByName(batch.withColumn(_SIDE, F.lit(1)))
     by_key = Window.partitionBy(*(col(k) for k in key))
-    ordered = by_key.orderBy(*survivor_ordering(columns, key, version_column,
-                                                then_by=[F.col(_SIDE).asc()]))
+    ordered = by_key.orderBy(
+        *survivor_ordering(columns, key, version_column, then_by=[F.col(_SIDE).asc()])
+    )
     ranked = combined.withColumn(_RANK, F.row_number().over(ordered)).withColumn(
-        _HAD_STORED, F.max((F.col(_SIDE) == 0).cast("int")).over(by_key))
+        _HAD_STORED, F.max((F.col(_SIDE) == 0).cast("int")).over(by_key)
+    )
     # Persisted: counted here, then range-sampled and written by the stage step.
     winners = ranked.filter(F.col(_RANK) == 1).persist(StorageLevel.MEMORY_AND_DISK)
     from_batch = F.col(_SIDE) == 1
     try:
-        per_partition = winners.groupBy(_partition(partition_column).alias(_PART)).agg(
-            F.sum((from_batch & (F.col(_HAD_STORED) == 1)).cast("int")).alias("updates"),
-            F.sum((from_batch & (F.col(_HAD_STORED) == 0)).cast("int")).alias("inserts"),
-            F.count(F.lit(1)).alias("rows"),
-        ).collect()
+        per_partition = (
+            winners.groupBy(_partition(partition_column).alias(_PART))
+            .agg(
+                F.sum((from_batch & (F.col(_HAD_STORED) == 1)).cast("int")).alias("updates"),
+                F.sum((from_batch & (F.col(_HAD_STORED) == 0)).cast("int")).alias("inserts"),
+                F.count(F.lit(1)).alias("rows"),
+            )
+            .collect()
+        )
     except BaseException:
         winners.unpersist()
         raise
@@ -131,25 +147,40 @@ def merge_partitions_spark(
     if partition_column:
         # The batch's partitions come out of the dedupe's own job (collect_set skips nulls).
         value = col(partition_column)
-        extra = {"values": F.collect_set(F.when(survivor(), value)),
-                 "null": F.max(survivor() & value.isNull())}
-    deduped = dedupe_newest_spark(conform_spark(df, schema), key, version_column,
-                                  fingerprint=True, extra_aggregates=extra)
+        extra = {
+            "values": F.collect_set(F.when(survivor(), value)),
+            "null": F.max(survivor() & value.isNull()),
+        }
+    deduped = dedupe_newest_spark(
+        conform_spark(df, schema), key, version_column, fingerprint=True, extra_aggregates=extra
+    )
     batch = deduped.rows
     assert deduped.fingerprint is not None and deduped.extra is not None
     batch_fp = deduped.fingerprint
-    details = {"engine": "spark", "duplicates_dropped": deduped.duplicates_dropped,
-               "conflicting_keys": deduped.conflicting_keys}
+    details = {
+        "engine": "spark",
+        "duplicates_dropped": deduped.duplicates_dropped,
+        "conflicting_keys": deduped.conflicting_keys,
+    }
     properties = properties_for(commit_metadata, batch_fp, txn)
-    touched = ([*deduped.extra["values"], *([None] if deduped.extra["null"] else [])]
-               if partition_column else None)
+    touched = (
+        [*deduped.extra["values"], *([None] if deduped.extra["null"] else [])]
+        if partition_column
+        else None
+    )
     cluster_by = list(key)
 
     def attempt(number: int) -> WriteResult:
         table = target.open()
         if already_committed(table, txn) is not None:
-            return WriteResult.unchanged(STRATEGY, target.uri, table.version(), batch_fp,
-                                         attempts=number + 1, details=details)
+            return WriteResult.unchanged(
+                STRATEGY,
+                target.uri,
+                table.version(),
+                batch_fp,
+                attempts=number + 1,
+                details=details,
+            )
         if table is None:
             staged = stage(batch, target, schema, partition_column, cluster_by)
             try:
@@ -157,41 +188,72 @@ def merge_partitions_spark(
             except BaseException:
                 discard_unless_committed(target, staged)
                 raise
-            return WriteResult.written(STRATEGY, target.uri, 0, staged.rows, batch_fp,
-                                       rows_inserted=staged.rows, attempts=number + 1,
-                                       details={**details, "files_added": len(staged.files)})
+            return WriteResult.written(
+                STRATEGY,
+                target.uri,
+                0,
+                staged.rows,
+                batch_fp,
+                rows_inserted=staged.rows,
+                attempts=number + 1,
+                details={**details, "files_added": len(staged.files)},
+            )
         require_plain_table(table, partition_column, schema)
-        files = data_files(table, partition_column,
-                           (lambda v: v in touched) if touched is not None else None)
+        files = data_files(
+            table, partition_column, (lambda v: v in touched) if touched is not None else None
+        )
         stored = stored_rows(spark, table, schema, partition_column, files)
         plan = _plan(stored, batch, key, version_column, partition_column)
         try:
             if not plan.changed:
-                return WriteResult.unchanged(STRATEGY, target.uri, table.version(), batch_fp,
-                                             attempts=number + 1, details=details)
+                return WriteResult.unchanged(
+                    STRATEGY,
+                    target.uri,
+                    table.version(),
+                    batch_fp,
+                    attempts=number + 1,
+                    details=details,
+                )
             rewrite = plan.winners
             if partition_column:
                 rewrite = rewrite.filter(_in(partition_column, plan.changed))
-            staged = stage(rewrite.select(*schema.names), target, schema, partition_column,
-                           cluster_by)
+            staged = stage(
+                rewrite.select(*schema.names), target, schema, partition_column, cluster_by
+            )
         finally:
             plan.winners.unpersist()
-        gone = removes([f for f in files if not partition_column
-                        or f.partition_value in plan.changed], partition_column)
+        gone = removes(
+            [f for f in files if not partition_column or f.partition_value in plan.changed],
+            partition_column,
+        )
         try:
             table.create_write_transaction(
-                [*staged.add_actions(), *gone], mode="append", schema=table_schema(table),
+                [*staged.add_actions(), *gone],
+                mode="append",
+                schema=table_schema(table),
                 partition_by=[partition_column] if partition_column else None,
-                commit_properties=properties)
+                commit_properties=properties,
+            )
         except BaseException:
             discard_unless_committed(target, staged)
             raise
         return WriteResult.written(
-            STRATEGY, target.uri, next_version(table), plan.inserts + plan.updates,
-            batch_fp, rows_inserted=plan.inserts, rows_updated=plan.updates, attempts=number + 1,
-            details={**details, "partitions_rewritten": len(plan.changed),
-                     "rows_rewritten": plan.rows_rewritten, "files_added": len(staged.files),
-                     "files_removed": len(gone)})
+            STRATEGY,
+            target.uri,
+            next_version(table),
+            plan.inserts + plan.updates,
+            batch_fp,
+            rows_inserted=plan.inserts,
+            rows_updated=plan.updates,
+            attempts=number + 1,
+            details={
+                **details,
+                "partitions_rewritten": len(plan.changed),
+                "rows_rewritten": plan.rows_rewritten,
+                "files_added": len(staged.files),
+                "files_removed": len(gone),
+            },
+        )
 
     return with_commit_retries(attempt)
 

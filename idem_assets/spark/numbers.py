@@ -42,8 +42,10 @@ def plain(text: Column, seps: numbers.Separators) -> Column:
 
 def canonical_integer(text: Column, seps: numbers.Separators) -> Column:
     """``[+-]digits`` of integer text in the declared spelling; null if it is not one."""
-    return F.when(text.rlike(seps.integer_pattern()),
-                  F.regexp_replace(plain(text, seps), numbers.ZERO_FRACTION, ""))
+    return F.when(
+        text.rlike(seps.integer_pattern()),
+        F.regexp_replace(plain(text, seps), numbers.ZERO_FRACTION, ""),
+    )
 
 
 def canonical_decimal(text: Column, seps: numbers.Separators) -> Column:
@@ -60,19 +62,22 @@ def number_rule(text: Column, kind: str, read_as: ReadAs) -> Column:
     """'is not a number' with the declared separators and, where it helps, the setting to use."""
     base = f"is not {kind} like {read_as.separators.example(kind)}"
     if read_as.separators.is_default:
-        return F.when(text.contains(","), F.lit(base + numbers.SEPARATOR_HINT)
-                      ).otherwise(F.lit(base))
+        return F.when(text.contains(","), F.lit(base + numbers.SEPARATOR_HINT)).otherwise(
+            F.lit(base)
+        )
     return F.lit(base)
 
 
-def _spelled(raw: Raw, canonical: Callable[[Column, numbers.Separators], Column],
-             seps: numbers.Separators) -> Column:
+def _spelled(
+    raw: Raw, canonical: Callable[[Column, numbers.Separators], Column], seps: numbers.Separators
+) -> Column:
     """``canonical`` of the raw text in the declared spelling (JSON numbers: their own)."""
     text = _text(raw)
     if raw.json_number is None or seps.is_default:
         return canonical(text, seps)
     return F.when(raw.json_number, canonical(text, numbers.Separators())).otherwise(
-        canonical(text, seps))
+        canonical(text, seps)
+    )
 
 
 def _text(raw: Raw) -> Column:
@@ -82,13 +87,19 @@ def _text(raw: Raw) -> Column:
     return float_text(raw.value) if raw.kind == "float" else raw.value.cast("string")
 
 
-def _int_from_text(name: str, raw: Raw, typed: Column, seps: numbers.Separators,
-                   read_as: ReadAs) -> Typed:
+def _int_from_text(
+    name: str, raw: Raw, typed: Column, seps: numbers.Separators, read_as: ReadAs
+) -> Typed:
     text = _text(raw)
     canonical = raw.stage("int", _spelled(raw, canonical_integer, seps))
-    error = value_reasons(name, text, [
-        (canonical.isNull(), number_rule(text, "an integer", read_as)),
-        (typed.isNull(), "is outside int64")])
+    error = value_reasons(
+        name,
+        text,
+        [
+            (canonical.isNull(), number_rule(text, "an integer", read_as)),
+            (typed.isNull(), "is outside int64"),
+        ],
+    )
     return Typed(canonical.try_cast("bigint"), error)
 
 
@@ -96,13 +107,20 @@ def to_int(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
     """int64 from integers, whole floats and integer text ('12', '12.0', declared grouping)."""
     value = raw.value
     if raw.kind == "integer":
-        return Typed(value.try_cast("bigint"), F.when(value.isNotNull() & typed.isNull(),
-                     value_reason(name, "is outside int64", raw_text(raw))))
+        return Typed(
+            value.try_cast("bigint"),
+            F.when(
+                value.isNotNull() & typed.isNull(),
+                value_reason(name, "is outside int64", raw_text(raw)),
+            ),
+        )
     if raw.kind == "float":
         whole = (F.abs(value) < INT64_FLOAT_BOUND) & (value % 1.0 == 0)
         rule = "is not a whole number within int64"
-        return Typed(F.when(whole, value.try_cast("bigint")), F.when(
-            value.isNotNull() & typed.isNull(), value_reason(name, rule, raw_text(raw))))
+        return Typed(
+            F.when(whole, value.try_cast("bigint")),
+            F.when(value.isNotNull() & typed.isNull(), value_reason(name, rule, raw_text(raw))),
+        )
     if raw.kind in ("string", "decimal"):
         # Decimal values have no separators: their text is plain, whatever the source declares.
         seps = read_as.separators if raw.kind == "string" else numbers.Separators()
@@ -115,19 +133,26 @@ def to_int32(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
     low, high = INT32_RANGE
     wide = to_int(name, raw, F.lit(None), read_as).value
     fits = wide.between(low, high)
-    error = F.when(wide.isNotNull() & typed.isNull(), value_reason(
-        name, "is outside int32", raw_text(raw))).otherwise(to_int(name, raw, wide, read_as).error)
+    error = F.when(
+        wide.isNotNull() & typed.isNull(), value_reason(name, "is outside int32", raw_text(raw))
+    ).otherwise(to_int(name, raw, wide, read_as).error)
     return Typed(F.when(fits, wide), error)
 
 
-def to_decimal(name: str, raw: Raw, typed: Column, target: pa.Decimal128Type,
-               read_as: ReadAs) -> Typed:
+def to_decimal(
+    name: str, raw: Raw, typed: Column, target: pa.Decimal128Type, read_as: ReadAs
+) -> Typed:
     """decimal(p, s) from integers, decimals and numbers/text with at most s decimals."""
     kind = f"decimal({target.precision},{target.scale})"
     exact = raw.kind == "decimal" and (raw.scale or 0) <= target.scale
     if raw.kind == "integer" or exact:
-        return Typed(raw.value.try_cast(kind), F.when(raw.value.isNotNull() & typed.isNull(),
-                     value_reason(name, f"does not fit {target}", raw_text(raw))))
+        return Typed(
+            raw.value.try_cast(kind),
+            F.when(
+                raw.value.isNotNull() & typed.isNull(),
+                value_reason(name, f"does not fit {target}", raw_text(raw)),
+            ),
+        )
     if raw.kind not in ("string", "float", "decimal"):
         return type_error(name, raw, target)
     text = _text(raw)
@@ -137,12 +162,19 @@ def to_decimal(name: str, raw: Raw, typed: Column, target: pa.Decimal128Type,
     shape = numbers.DecimalShape(target.precision, target.scale)
     extra = raw.stage("extra_digits", canonical.rlike(shape.extra_digits), level=1)
     fits = raw.stage("fits", canonical.rlike(shape.fits), level=1)
-    value = F.when(canonical.isNotNull() & ~extra & fits,
-                   F.regexp_replace(canonical, shape.trim, "$1").try_cast(kind))  # Java's syntax
-    error = value_reasons(name, text, [
-        (canonical.isNull(), number_rule(text, "a decimal number", read_as)),
-        (extra, f"has more than {target.scale} decimal places (never rounded)"),
-        (typed.isNull(), f"does not fit {target}")])
+    value = F.when(
+        canonical.isNotNull() & ~extra & fits,
+        F.regexp_replace(canonical, shape.trim, "$1").try_cast(kind),
+    )  # Java's syntax
+    error = value_reasons(
+        name,
+        text,
+        [
+            (canonical.isNull(), number_rule(text, "a decimal number", read_as)),
+            (extra, f"has more than {target.scale} decimal places (never rounded)"),
+            (typed.isNull(), f"does not fit {target}"),
+        ],
+    )
     return Typed(value, error)
 
 
@@ -153,7 +185,9 @@ def to_float(name: str, raw: Raw, typed: Column, read_as: ReadAs) -> Typed:
     if raw.kind != "string":
         return type_error(name, raw, pa.float64())
     text = _text(raw)
-    value = raw.stage("float", _spelled(raw, canonical_float, read_as.separators)
-                      ).try_cast("double")
-    return Typed(value, value_reasons(name, text, [
-        (typed.isNull(), number_rule(text, "a number", read_as))]))
+    value = raw.stage("float", _spelled(raw, canonical_float, read_as.separators)).try_cast(
+        "double"
+    )
+    return Typed(
+        value, value_reasons(name, text, [(typed.isNull(), number_rule(text, "a number", read_as))])
+    )

@@ -58,14 +58,13 @@ def spark_config(
 ) -> dict[str, str]:
     """The full Spark configuration for ``master``, with ``conf`` overriding the defaults."""
     overrides = {str(k): str(v) for k, v in (conf or {}).items()}
-    clashes = {
-        k: v for k, v in overrides.items() if k in REQUIRED_CONF and v != REQUIRED_CONF[k]
-    }
+    clashes = {k: v for k, v in overrides.items() if k in REQUIRED_CONF and v != REQUIRED_CONF[k]}
     if clashes:
         required = {k: REQUIRED_CONF[k] for k in sorted(clashes)}
         raise ValueError(
             f"Spark settings must stay {required} (got {clashes}): the engine's results "
-            "depend on them")
+            "depend on them"
+        )
     base = {**DEFAULT_CONF, **(LOCAL_CONF if master.startswith("local") else {})}
     return {**base, **overrides, **REQUIRED_CONF, "spark.master": master}
 
@@ -77,9 +76,10 @@ def local_spark_session(
     driver_memory: str | None = None,
 ) -> SparkSession:
     """A plain SparkSession with the engine's settings, for tests, benchmarks and scripts."""
-    config = spark_config(master, {**(conf or {}),
-                                   **({"spark.driver.memory": driver_memory}
-                                      if driver_memory else {})})
+    config = spark_config(
+        master,
+        {**(conf or {}), **({"spark.driver.memory": driver_memory} if driver_memory else {})},
+    )
     builder = SparkSession.builder
     for key, value in config.items():
         builder = builder.config(key, value)
@@ -88,8 +88,11 @@ def local_spark_session(
 
 def require_settings(spark: SparkSession) -> None:
     """Refuse a session whose result-relevant settings differ from REQUIRED_CONF."""
-    wrong = {k: spark.conf.get(k, None) for k in REQUIRED_CONF
-             if (spark.conf.get(k, None) or "").upper() != REQUIRED_CONF[k].upper()}
+    wrong = {
+        k: spark.conf.get(k, None)
+        for k in REQUIRED_CONF
+        if (spark.conf.get(k, None) or "").upper() != REQUIRED_CONF[k].upper()
+    }
     if wrong:
         raise ValueError(
             f"SparkSession settings {wrong} differ from what the engine needs {REQUIRED_CONF}; "

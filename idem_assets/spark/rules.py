@@ -52,8 +52,9 @@ class RowRule:
     message: Column
 
 
-def row_rules(contract: SourceContract, typed: Mapping[str, Column], folder: Column
-              ) -> list[RowRule]:
+def row_rules(
+    contract: SourceContract, typed: Mapping[str, Column], folder: Column
+) -> list[RowRule]:
     """The row rules of ``contract`` over typed columns, in the local reader's order."""
     rules: list[RowRule] = []
     for key in contract.natural_key:
@@ -63,21 +64,37 @@ def row_rules(contract: SourceContract, typed: Mapping[str, Column], folder: Col
         rules.append(RowRule(blank, F.lit(f"{key}: natural key is null or blank")))
     version = contract.version_column
     if version and version not in contract.natural_key:
-        rules.append(RowRule(typed[version].isNull(), F.lit(
-            f"{version}: version column is null, so newest-wins cannot order this row")))
+        rules.append(
+            RowRule(
+                typed[version].isNull(),
+                F.lit(f"{version}: version column is null, so newest-wins cannot order this row"),
+            )
+        )
     if contract.date_column and contract.daily:
         name, value = contract.date_column, typed[contract.date_column]
         where = F.concat(F.lit("the partition folder date="), folder.cast("string"))
-        rules.append(RowRule(value.isNull(), F.concat(
-            F.lit(f"{name}: is null but must equal "), where)))
-        rules.append(RowRule(value != folder, F.concat(
-            F.lit(f"{name}: "), value.cast("string"), F.lit(" is outside "), where)))
+        rules.append(
+            RowRule(value.isNull(), F.concat(F.lit(f"{name}: is null but must equal "), where))
+        )
+        rules.append(
+            RowRule(
+                value != folder,
+                F.concat(F.lit(f"{name}: "), value.cast("string"), F.lit(" is outside "), where),
+            )
+        )
     for field in contract.schema:
         if not field.nullable and field.name not in contract.natural_key:
-            rules.append(RowRule(typed[field.name].isNull(), F.lit(
-                f"{field.name}: is null but the column is declared not nullable")))
+            rules.append(
+                RowRule(
+                    typed[field.name].isNull(),
+                    F.lit(f"{field.name}: is null but the column is declared not nullable"),
+                )
+            )
     for rule in contract.quarantine_rules:
         value = typed[rule.column]
-        rules.append(RowRule(violated(rule, value),
-                             reason(rule, value, contract.schema.field(rule.column).type)))
+        rules.append(
+            RowRule(
+                violated(rule, value), reason(rule, value, contract.schema.field(rule.column).type)
+            )
+        )
     return rules

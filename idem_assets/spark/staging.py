@@ -30,12 +30,17 @@ def spark_uri(uri: str) -> str:
     if "://" not in uri:
         return f"file://{os.path.abspath(uri)}"
     if uri.startswith("s3://"):
-        return "s3a://" + uri[len("s3://"):]
+        return "s3a://" + uri[len("s3://") :]
     return uri
 
 
-def stage(df: DataFrame, target: LakeTable, schema: pa.Schema, partition_column: str | None,
-          cluster_by: Sequence[str] = ()) -> StagedWrite:
+def stage(
+    df: DataFrame,
+    target: LakeTable,
+    schema: pa.Schema,
+    partition_column: str | None,
+    cluster_by: Sequence[str] = (),
+) -> StagedWrite:
     """Write ``df`` (already cast to ``schema``) as Parquet files under a new staging folder.
 
     Rows are range-partitioned by (partition column, ``cluster_by``) so each task writes
@@ -50,8 +55,9 @@ def stage(df: DataFrame, target: LakeTable, schema: pa.Schema, partition_column:
     if partition_column:
         writer = writer.partitionBy(partition_column)
     try:
-        in_job_group(df.sparkSession, folder,
-                     lambda: writer.parquet(f"{spark_uri(target.uri)}/{folder}"))
+        in_job_group(
+            df.sparkSession, folder, lambda: writer.parquet(f"{spark_uri(target.uri)}/{folder}")
+        )
         files = list_staged(target.uri, folder, schema, partition_column)
     except BaseException:
         remove_folder(target.uri, folder)
@@ -62,8 +68,9 @@ def stage(df: DataFrame, target: LakeTable, schema: pa.Schema, partition_column:
 _GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
-def in_job_group(spark: SparkSession, group: str, action: Callable[[], object],
-                 timeout_s: float = 60.0) -> None:
+def in_job_group(
+    spark: SparkSession, group: str, action: Callable[[], object], timeout_s: float = 60.0
+) -> None:
     """Run a Spark action in its own job group; on failure wait until its tasks are gone.
 
     When one task fails, Spark fails the job while sibling tasks may still be writing;

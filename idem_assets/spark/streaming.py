@@ -28,13 +28,15 @@ from idem_assets.spark.schema import col
 from idem_assets.spark.staging import spark_uri
 from idem_assets.spark.writer import append_spark
 
-STREAM_QUARANTINE_SCHEMA = pa.schema([
-    pa.field("source", pa.string()),
-    pa.field("source_file", pa.string()),  # file name inside the stream folder
-    pa.field("row_number", pa.int64()),  # null: a file source does not number lines
-    pa.field("reason", pa.string()),
-    pa.field("raw_record", pa.string()),
-])
+STREAM_QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field("source", pa.string()),
+        pa.field("source_file", pa.string()),  # file name inside the stream folder
+        pa.field("row_number", pa.int64()),  # null: a file source does not number lines
+        pa.field("reason", pa.string()),
+        pa.field("raw_record", pa.string()),
+    ]
+)
 
 
 def with_dates_of_spark(rows: DataFrame, pairs: Sequence[tuple[str, str]]) -> DataFrame:
@@ -71,17 +73,30 @@ class StreamSink:
             rows = judged.filter(~F.col(BAD)).select(*self.contract.columns)
             if self.prepare is not None:
                 rows = self.prepare(rows)
-            result = append_spark(self.target, rows, self.app_id, batch_id,
-                                  schema=self.schema, partition_column=self.partition_column,
-                                  commit_metadata={"idem.stream": self.app_id})
+            result = append_spark(
+                self.target,
+                rows,
+                self.app_id,
+                batch_id,
+                schema=self.schema,
+                partition_column=self.partition_column,
+                commit_metadata={"idem.stream": self.app_id},
+            )
             if self.quarantine is not None:
                 rejected = judged.filter(F.col(BAD)).select(
                     F.lit(self.contract.name).alias("source"),
                     F.regexp_extract(F.col(PATH), r"([^/]+)$", 1).alias("source_file"),
-                    F.col(ROW).alias("row_number"), F.col(REASON).alias("reason"),
-                    F.col(RAW).alias("raw_record"))
-                append_spark(self.quarantine, rejected, f"{self.app_id}/quarantine", batch_id,
-                             schema=STREAM_QUARANTINE_SCHEMA)
+                    F.col(ROW).alias("row_number"),
+                    F.col(REASON).alias("reason"),
+                    F.col(RAW).alias("raw_record"),
+                )
+                append_spark(
+                    self.quarantine,
+                    rejected,
+                    f"{self.app_id}/quarantine",
+                    batch_id,
+                    schema=STREAM_QUARANTINE_SCHEMA,
+                )
         finally:
             lines.unpersist()
         if self.after_commit is not None:

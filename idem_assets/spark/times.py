@@ -47,9 +47,14 @@ def to_date(name: str, raw: Raw, typed: Column) -> Typed:
     assert raw.text is not None
     text = raw.text
     shaped = raw.stage("date_shaped", text.rlike(DATE_PATTERN))
-    error = value_reasons(name, text, [
-        (~shaped, "is not a date in the form YYYY-MM-DD"),
-        (typed.isNull(), "is not a valid calendar date")])
+    error = value_reasons(
+        name,
+        text,
+        [
+            (~shaped, "is not a date in the form YYYY-MM-DD"),
+            (typed.isNull(), "is not a valid calendar date"),
+        ],
+    )
     return Typed(F.when(shaped, F.try_to_date(text, _DATE_FORMAT)), error)
 
 
@@ -75,17 +80,26 @@ def _from_timestamp(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
         return Typed(raw.value, no_error())
     # Spark reads naive Parquet timestamps as TIMESTAMP_NTZ; as TIMESTAMP they are UTC.
     value = local_to_utc(raw.value.cast("timestamp"), timezone)
-    return Typed(value, F.when(raw.value.isNotNull() & typed.isNull(),
-                               value_reason(name, _gap_rule(timezone), raw_text(raw))))
+    return Typed(
+        value,
+        F.when(
+            raw.value.isNotNull() & typed.isNull(),
+            value_reason(name, _gap_rule(timezone), raw_text(raw)),
+        ),
+    )
 
 
 def _offset(text: Column) -> Column:
     """An offset as ``+hh:mm`` from ``Z``, ``+hh:mm``, ``+hhmm`` or ``+hh``."""
-    return (F.when(F.upper(text) == "Z", F.lit("+00:00"))
-            .when(F.length(text) == 3, F.concat(text, F.lit(":00")))
-            .when(F.length(text) == 5, F.concat(F.substring(text, 1, 3), F.lit(":"),
-                                                F.substring(text, 4, 2)))
-            .otherwise(text))
+    return (
+        F.when(F.upper(text) == "Z", F.lit("+00:00"))
+        .when(F.length(text) == 3, F.concat(text, F.lit(":00")))
+        .when(
+            F.length(text) == 5,
+            F.concat(F.substring(text, 1, 3), F.lit(":"), F.substring(text, 4, 2)),
+        )
+        .otherwise(text)
+    )
 
 
 def _from_text(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
@@ -94,21 +108,30 @@ def _from_text(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
     # regexp_extract gives "" for a group that did not take part (Polars: null).
     day, clock, fraction, offset = (
         raw.stage(part, F.regexp_extract(text, TIMESTAMP_PATTERN, i))
-        for i, part in enumerate(("day", "clock", "fraction", "offset"), start=1))
+        for i, part in enumerate(("day", "clock", "fraction", "offset"), start=1)
+    )
     shaped = raw.stage("shaped", text.rlike(TIMESTAMP_PATTERN))
-    sub_micro = raw.stage("sub_micro", F.substring(fraction, 7, 3).rlike(numbers.NONZERO_DIGIT),
-                          level=1)
+    sub_micro = raw.stage(
+        "sub_micro", F.substring(fraction, 7, 3).rlike(numbers.NONZERO_DIGIT), level=1
+    )
     micros = F.substring(F.concat(fraction, F.lit("000000")), 1, 6)
     canonical = F.concat(day, F.lit("T"), clock, F.lit("."), micros)
-    rules = [(~shaped, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}"),
-             (sub_micro, "has sub-microsecond precision")]
+    rules = [
+        (~shaped, f"is not an ISO-8601 timestamp {TIMESTAMP_FORMS}"),
+        (sub_micro, "has sub-microsecond precision"),
+    ]
     if timezone == "UTC":
         # Naive means UTC: one parse, the missing offset read as +00:00.
-        parsed = F.try_to_timestamp(F.concat(canonical, _offset(
-            F.when(offset == "", F.lit("Z")).otherwise(offset))), F.lit(_ZONED_FORMAT))
+        parsed = F.try_to_timestamp(
+            F.concat(canonical, _offset(F.when(offset == "", F.lit("Z")).otherwise(offset))),
+            F.lit(_ZONED_FORMAT),
+        )
     else:
-        zoned = raw.stage("zoned", F.try_to_timestamp(
-            F.concat(canonical, _offset(offset)), F.lit(_ZONED_FORMAT)), level=1)
+        zoned = raw.stage(
+            "zoned",
+            F.try_to_timestamp(F.concat(canonical, _offset(offset)), F.lit(_ZONED_FORMAT)),
+            level=1,
+        )
         naive = raw.stage("naive", F.try_to_timestamp(canonical, F.lit(_NAIVE_FORMAT)), level=1)
         parsed = F.when(offset == "", local_to_utc(naive, timezone)).otherwise(zoned)
         rules.append(((offset == "") & naive.isNotNull() & typed.isNull(), _gap_rule(timezone)))
@@ -119,8 +142,10 @@ def _from_text(name: str, raw: Raw, typed: Column, timezone: str) -> Typed:
 def epoch_micros(raw: Raw, unit: EpochUnit) -> Column:
     """Microseconds since the epoch from epoch text (exact, no float on the way); else null."""
     assert raw.text is not None
-    sign, whole, fraction = (raw.stage(f"epoch_{i}", F.regexp_extract(
-        raw.text, numbers.EPOCH_TEXT, i)) for i in (1, 2, 3))
+    sign, whole, fraction = (
+        raw.stage(f"epoch_{i}", F.regexp_extract(raw.text, numbers.EPOCH_TEXT, i))
+        for i in (1, 2, 3)
+    )
     matched = raw.stage("epoch_matched", raw.text.rlike(numbers.EPOCH_TEXT))
     digits = numbers.EPOCH_FRACTION_DIGITS[unit]
     scale = numbers.EPOCH_MICROS[unit]
@@ -153,8 +178,9 @@ def _epoch(name: str, raw: Raw, typed: Column, unit: EpochUnit) -> Typed:
     else:
         return type_error(name, raw, pa.timestamp("us", "UTC"), unit)
     in_range = micros.between(*numbers.MICROS_RANGE)
-    error = F.when(text.isNotNull() & typed.isNull(),
-                   value_reason(name, numbers.epoch_rule(unit), text))
+    error = F.when(
+        text.isNotNull() & typed.isNull(), value_reason(name, numbers.epoch_rule(unit), text)
+    )
     return Typed(F.when(in_range, F.timestamp_micros(micros)), error)
 
 

@@ -58,7 +58,9 @@ def survivor() -> Column:
 
 
 def survivor_ordering(
-    columns: Sequence[str], key: Sequence[str], version_column: str | None,
+    columns: Sequence[str],
+    key: Sequence[str],
+    version_column: str | None,
     then_by: Sequence[Column] = (),
 ) -> list[Column]:
     """Window ordering that puts each key's surviving row first, as ``survivor_order`` does.
@@ -92,14 +94,23 @@ def _key_stats(df: DataFrame, key: list[str], version_column: str | None) -> tup
         content = F.xxhash64(*(e for c in df.columns for e in (col(c), col(c).isNull())))
         version = col(version_column).alias("v")
         # Among a key's newest-version rows: the largest and (via ~) the smallest hash.
-        per_key += [F.max(F.struct(version, content.alias("h"))).alias("hi"),
-                    F.max(F.struct(version, F.bitwise_not(content).alias("h"))).alias("lo")]
+        per_key += [
+            F.max(F.struct(version, content.alias("h"))).alias("hi"),
+            F.max(F.struct(version, F.bitwise_not(content).alias("h"))).alias("lo"),
+        ]
         conflict = F.col("hi.v").isNotNull() & (F.col("hi.h") != F.bitwise_not(F.col("lo.h")))
     else:
         conflict = F.lit(False)
-    stats = df.groupBy(*(col(k) for k in key)).agg(*per_key).agg(
-        F.sum("n").alias("rows"), F.count(F.lit(1)).alias("keys"),
-        F.sum(conflict.cast("int")).alias("conflicts")).first()
+    stats = (
+        df.groupBy(*(col(k) for k in key))
+        .agg(*per_key)
+        .agg(
+            F.sum("n").alias("rows"),
+            F.count(F.lit(1)).alias("keys"),
+            F.sum(conflict.cast("int")).alias("conflicts"),
+        )
+        .first()
+    )
     assert stats is not None
     return int(stats["rows"] or 0) - int(stats["keys"]), int(stats["conflicts"] or 0)
 
@@ -135,7 +146,8 @@ def dedupe_newest_spark(
         # The ranked frame's first row per key is the survivor; a newest-version row that
         # differs from it in content is a conflict the version alone could not decide.
         ranked = ranked.withColumn(_FIRST, F.first(content).over(ordered)).withColumn(
-            _NEWEST, col(version_column) == F.max(col(version_column)).over(by_key))
+            _NEWEST, col(version_column) == F.max(col(version_column)).over(by_key)
+        )
         conflict = F.col(_NEWEST) & ~content.eqNullSafe(F.col(_FIRST))
     extra = dict(extra_aggregates or {})
     aggregates = [
@@ -148,7 +160,9 @@ def dedupe_newest_spark(
     stats = ranked.agg(*aggregates).first()
     assert stats is not None
     return SparkDedupe(
-        survivors, int(stats["dropped"] or 0), int(stats["conflicts"] or 0),
+        survivors,
+        int(stats["dropped"] or 0),
+        int(stats["conflicts"] or 0),
         fingerprint_of(stats) if fingerprint else None,
         {name: stats[f"extra_{name}"] for name in extra},
     )

@@ -107,12 +107,14 @@ def float_text(value: Column) -> Column:
     mantissa = F.regexp_replace(F.regexp_replace(java, r"\.0E", "E"), r"E(\d)", "E+$1")
     scientific = F.replace(mantissa, F.lit("E"), F.lit("e"))
     size = F.abs(value)
-    return (F.when(F.isnan(value), F.lit("NaN"))
-            .when(value == float("inf"), F.lit("inf"))
-            .when(value == float("-inf"), F.lit("-inf"))
-            .when(value == 0, java)
-            .when((size >= _PLAIN_FLOATS[0]) & (size < _PLAIN_FLOATS[1]), plain)
-            .otherwise(scientific))
+    return (
+        F.when(F.isnan(value), F.lit("NaN"))
+        .when(value == float("inf"), F.lit("inf"))
+        .when(value == float("-inf"), F.lit("-inf"))
+        .when(value == 0, java)
+        .when((size >= _PLAIN_FLOATS[0]) & (size < _PLAIN_FLOATS[1]), plain)
+        .otherwise(scientific)
+    )
 
 
 def timestamp_text(value: Column, zoned: bool, fraction_digits: int = 6) -> Column:
@@ -126,8 +128,9 @@ def judged_text(kind: str, target: pa.DataType) -> str | None:
     non-string type), "float" (floats judged or shown by their text), or None."""
     if kind == "string" and not pa.types.is_string(target):
         return "stripped"
-    if kind == "float" and (pa.types.is_integer(target) or pa.types.is_decimal(target)
-                            or pa.types.is_timestamp(target)):
+    if kind == "float" and (
+        pa.types.is_integer(target) or pa.types.is_decimal(target) or pa.types.is_timestamp(target)
+    ):
         return "float"
     return None
 
@@ -152,8 +155,9 @@ def typed_text(value: Column, kind: pa.DataType) -> Column:
 
 def shown(text: Column) -> Column:
     """Text cut short for a reason message (its first ``SHOWN_CHARS`` characters, then "...")."""
-    return F.when(F.length(text) > SHOWN_CHARS,
-                  F.concat(F.substring(text, 1, SHOWN_CHARS), F.lit("..."))).otherwise(text)
+    return F.when(
+        F.length(text) > SHOWN_CHARS, F.concat(F.substring(text, 1, SHOWN_CHARS), F.lit("..."))
+    ).otherwise(text)
 
 
 def value_reason(name: str, rule: str, text: Column) -> Column:
@@ -161,8 +165,7 @@ def value_reason(name: str, rule: str, text: Column) -> Column:
     return F.concat(F.lit(f"{name}: value '"), shown(text), F.lit(f"' {rule}"))
 
 
-def value_reasons(name: str, text: Column, rules: Sequence[tuple[Column, Column | str]]
-                  ) -> Column:
+def value_reasons(name: str, text: Column, rules: Sequence[tuple[Column, Column | str]]) -> Column:
     """The reason of the first rule whose condition holds (null if none, or no text).
 
     Every rule shares one ``<name>: value '<text>' `` prefix, so the text is shown once in
@@ -200,6 +203,7 @@ def with_article(kind: str) -> str:
 
 def type_error(name: str, raw: Raw, target: pa.DataType, epoch: str | None = None) -> Typed:
     """A value of a kind the target type does not take at all."""
-    reason = F.lit(f"{name}: got {with_article(raw.kind)} value, expected "
-                   f"{expected_form(target, epoch)}")
+    reason = F.lit(
+        f"{name}: got {with_article(raw.kind)} value, expected {expected_form(target, epoch)}"
+    )
     return Typed(F.lit(None), F.when(raw.value.isNotNull(), reason))

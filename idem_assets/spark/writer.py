@@ -52,15 +52,22 @@ def _refuse_outside(rows: DataFrame, rng: Range, error: BaseException | None) ->
         sample = [r[0] for r in outside.select(col(rng.column)).limit(5).collect()]
         raise PartitionMismatchError(
             f"{bad} row(s) have {rng.column} not in [{rng.start}, {rng.end}), e.g. {sample}; "
-            "nothing was written") from error
+            "nothing was written"
+        ) from error
 
 
-def _stage_within(rows: DataFrame, target: LakeTable, schema: pa.Schema, rng: Range,
-                  cluster_by: Sequence[str]) -> StagedWrite:
+def _stage_within(
+    rows: DataFrame, target: LakeTable, schema: pa.Schema, rng: Range, cluster_by: Sequence[str]
+) -> StagedWrite:
     """Stage ``rows``; a row outside ``rng`` fails the Spark job before it is written."""
-    checked = rows.withColumn(rng.column, F.when(_inside(rng), col(rng.column)).otherwise(
-        F.raise_error(F.concat(F.lit(f"{_OUTSIDE} {rng.column}="),
-                               col(rng.column).cast("string")))))
+    checked = rows.withColumn(
+        rng.column,
+        F.when(_inside(rng), col(rng.column)).otherwise(
+            F.raise_error(
+                F.concat(F.lit(f"{_OUTSIDE} {rng.column}="), col(rng.column).cast("string"))
+            )
+        ),
+    )
     try:
         return stage(checked, target, schema, rng.column, cluster_by)
     except SPARK_ERRORS as error:
@@ -96,9 +103,13 @@ def overwrite_partitions_spark(
     done = already_committed(table, txn)
     if done is not None:
         # A replay of a committed (app id, version): nothing is staged at all.
-        return WriteResult.unchanged("overwrite", target.uri, table.version(),
-                                     spark_fingerprint(rows),
-                                     details={"engine": "spark", "txn_version": done})
+        return WriteResult.unchanged(
+            "overwrite",
+            target.uri,
+            table.version(),
+            spark_fingerprint(rows),
+            details={"engine": "spark", "txn_version": done},
+        )
     if table is not None:
         require_plain_table(table, partition_column, schema)  # before any file is written
     staged = _stage_within(rows, target, schema, rng, cluster_by)
@@ -109,14 +120,28 @@ def overwrite_partitions_spark(
     def attempt(number: int) -> WriteResult:
         table = target.open()
         if already_committed(table, txn) is not None or (
-                table is not None and skip_unchanged and _unchanged(table, rng, new_fp)):
+            table is not None and skip_unchanged and _unchanged(table, rng, new_fp)
+        ):
             staged.discard()
-            return WriteResult.unchanged("overwrite", target.uri, table.version(), new_fp,
-                                         attempts=number + 1, details={"engine": "spark"})
+            return WriteResult.unchanged(
+                "overwrite",
+                target.uri,
+                table.version(),
+                new_fp,
+                attempts=number + 1,
+                details={"engine": "spark"},
+            )
         version = commit_overwrite(target, table, staged, schema, start, end, properties)
-        return WriteResult.written("overwrite", target.uri, version, staged.rows, new_fp,
-                                   rows_inserted=staged.rows, attempts=number + 1,
-                                   details=details)
+        return WriteResult.written(
+            "overwrite",
+            target.uri,
+            version,
+            staged.rows,
+            new_fp,
+            rows_inserted=staged.rows,
+            attempts=number + 1,
+            details=details,
+        )
 
     try:
         return with_commit_retries(attempt)
@@ -154,9 +179,13 @@ def append_spark(
     table = target.open()
     done = already_committed(table, txn)
     if done is not None:
-        return WriteResult.unchanged("append", target.uri, table.version(),
-                                     spark_fingerprint(rows),
-                                     details={"engine": "spark", "txn_version": done})
+        return WriteResult.unchanged(
+            "append",
+            target.uri,
+            table.version(),
+            spark_fingerprint(rows),
+            details={"engine": "spark", "txn_version": done},
+        )
     if table is not None:
         require_plain_table(table, partition_column, schema)  # before any file is written
     staged = stage(rows, target, schema, partition_column)
@@ -168,23 +197,37 @@ def append_spark(
         committed = already_committed(table, txn)
         if committed is not None:
             staged.discard()
-            return WriteResult.unchanged("append", target.uri, table.version(), batch_fp,
-                                         attempts=number + 1,
-                                         details={"engine": "spark", "txn_version": committed})
+            return WriteResult.unchanged(
+                "append",
+                target.uri,
+                table.version(),
+                batch_fp,
+                attempts=number + 1,
+                details={"engine": "spark", "txn_version": committed},
+            )
         if table is None:
             create_table(target, staged, schema, properties)
             new_version = 0
         else:
             require_plain_table(table, partition_column, schema)
             table.create_write_transaction(
-                staged.add_actions(), mode="append", schema=table_schema(table),
+                staged.add_actions(),
+                mode="append",
+                schema=table_schema(table),
                 partition_by=[partition_column] if partition_column else None,
-                commit_properties=properties)
+                commit_properties=properties,
+            )
             new_version = next_version(table)
-        return WriteResult.written("append", target.uri, new_version, staged.rows, batch_fp,
-                                   rows_inserted=staged.rows, attempts=number + 1,
-                                   details={"engine": "spark", "txn_version": version,
-                                            "files_added": len(staged.files)})
+        return WriteResult.written(
+            "append",
+            target.uri,
+            new_version,
+            staged.rows,
+            batch_fp,
+            rows_inserted=staged.rows,
+            attempts=number + 1,
+            details={"engine": "spark", "txn_version": version, "files_added": len(staged.files)},
+        )
 
     try:
         return with_commit_retries(attempt)

@@ -24,14 +24,16 @@ def main(argv: list[str] | None = None) -> int:
     append.add_argument("--files", type=int, required=True)
     append.add_argument("--events", type=int, default=100)
     append.add_argument("--seed", type=int, default=7)
-    append.add_argument("--defects", action="store_true",
-                        help="every fourth file carries one row for quarantine")
+    append.add_argument(
+        "--defects", action="store_true", help="every fourth file carries one row for quarantine"
+    )
     status = commands.add_parser("status", help="list the batches of the offset log")
     status.add_argument("--url", required=True, help="checkpoint store URL")
     args = parser.parse_args(argv)
     if args.command == "append":
-        written = append_stream_files(args.landing, args.files, args.events, args.seed,
-                                      defects=args.defects)
+        written = append_stream_files(
+            args.landing, args.files, args.events, args.seed, defects=args.defects
+        )
         for item in written:
             print(f"{item.path}\t{len(item.rows)} rows\t{item.redelivered} re-delivered")
         return 0
@@ -39,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         for batch in OffsetLog(store, EVENTS_STREAM).batches():
             tracker = batch.tracker
             problem = f"\t{tracker.last_error}" if tracker.last_error else ""
-            print(f"{batch.seq}\t{tracker.status}\t{len(batch.plan.files)} files\t"
-                  f"attempts {tracker.attempts}/{tracker.max_attempts}{problem}")
+            print(
+                f"{batch.seq}\t{tracker.status}\t{len(batch.plan.files)} files\t"
+                f"attempts {tracker.attempts}/{tracker.max_attempts}{problem}"
+            )
     return 0
 
 

@@ -46,8 +46,10 @@ def audit_stream(store: CheckpointStore, source: StreamSource, table: LakeTable)
             problems.append(f"batch {batch.seq}: {found} rows in the table, {expected} committed")
         strangers = files_by_batch.get(batch.seq, set()) - {f.relpath for f in batch.plan.files}
         if strangers:
-            problems.append(f"batch {batch.seq}: rows from files it does not name: "
-                            f"{', '.join(sorted(strangers))}")
+            problems.append(
+                f"batch {batch.seq}: rows from files it does not name: "
+                f"{', '.join(sorted(strangers))}"
+            )
     for seq, found in sorted(counts.items()):
         problems.append(f"batch {seq}: {found} rows in the table but the log has it not succeeded")
     txn = txn_version(opened, source.app_id)
@@ -64,7 +66,10 @@ def audit_stream(store: CheckpointStore, source: StreamSource, table: LakeTable)
 def _files_by_batch(rows: pa.Table) -> dict[int, set[str]]:
     pairs = rows.group_by([STREAM_BATCH_COLUMN, SOURCE_FILE_COLUMN]).aggregate([])
     out: dict[int, set[str]] = {}
-    for seq, relpath in zip(pairs.column(STREAM_BATCH_COLUMN).to_pylist(),
-                            pairs.column(SOURCE_FILE_COLUMN).to_pylist(), strict=True):
+    for seq, relpath in zip(
+        pairs.column(STREAM_BATCH_COLUMN).to_pylist(),
+        pairs.column(SOURCE_FILE_COLUMN).to_pylist(),
+        strict=True,
+    ):
         out.setdefault(seq, set()).add(relpath)
     return out

@@ -49,8 +49,9 @@ def with_lineage(read: FileRead, seq: int) -> pa.Table:
     """A file's valid rows plus the batch number and the file they came from."""
     count = read.rows.num_rows
     rows = read.rows.append_column(STREAM_BATCH_COLUMN, pa.array([seq] * count, pa.int64()))
-    return rows.append_column(SOURCE_FILE_COLUMN,
-                              pa.array([read.entry.relpath] * count, pa.string()))
+    return rows.append_column(
+        SOURCE_FILE_COLUMN, pa.array([read.entry.relpath] * count, pa.string())
+    )
 
 
 def build_batch(source: StreamSource, plan: BatchPlan, reads: Sequence[FileRead]) -> BuiltBatch:
@@ -59,16 +60,22 @@ def build_batch(source: StreamSource, plan: BatchPlan, reads: Sequence[FileRead]
     parts = [conform(schema.empty_table(), schema)]
     parts += [conform(with_lineage(read, plan.seq), schema) for read in reads]
     rows = pa.concat_tables(parts).combine_chunks()
-    quarantine = pa.concat_tables([QUARANTINE_SCHEMA.empty_table(),
-                                   *(r.quarantine for r in reads)]).combine_chunks()
+    quarantine = pa.concat_tables(
+        [QUARANTINE_SCHEMA.empty_table(), *(r.quarantine for r in reads)]
+    ).combine_chunks()
     return BuiltBatch(plan, rows, quarantine, sum(r.raw_rows for r in reads), fingerprint(rows))
 
 
 def batch_metadata(source: StreamSource, built: BuiltBatch) -> dict[str, Any]:
     """Commit metadata of a batch's table commit."""
-    return {META_STREAM: source.name, META_BATCH: built.plan.seq,
-            META_SIGNATURE: built.plan.signature, META_QUARANTINED: built.quarantine.num_rows,
-            "idem.stream.files": len(built.plan.files), "idem.stream.raw_rows": built.raw_rows}
+    return {
+        META_STREAM: source.name,
+        META_BATCH: built.plan.seq,
+        META_SIGNATURE: built.plan.signature,
+        META_QUARANTINED: built.quarantine.num_rows,
+        "idem.stream.files": len(built.plan.files),
+        "idem.stream.raw_rows": built.raw_rows,
+    }
 
 
 def find_batch_commit(table: DeltaTable, source: StreamSource, seq: int) -> dict[str, Any] | None:

@@ -10,8 +10,9 @@ class StreamError(Exception):
 class FileChangedError(StreamError, ValueError):
     """A file assigned to a batch no longer has the bytes it had when the batch was planned."""
 
-    def __init__(self, stream: str, seq: int, relpath: str, expected: str,
-                 actual: str | None) -> None:
+    def __init__(
+        self, stream: str, seq: int, relpath: str, expected: str, actual: str | None
+    ) -> None:
         now = "is gone" if actual is None else f"now has sha256 {actual[:16]}"
         super().__init__(
             f"{relpath}: changed after it was assigned to batch {seq} of stream {stream!r} "

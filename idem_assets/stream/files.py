@@ -39,9 +39,14 @@ class OffsetFile:
     @classmethod
     def from_json(cls, value: Any, where: str) -> OffsetFile:
         """Parse ``as_json`` output; ``where`` names the log record in errors."""
-        if (not isinstance(value, list) or len(value) != 3 or not isinstance(value[0], str)
-                or not isinstance(value[1], str) or len(value[1]) != 64
-                or not isinstance(value[2], int)):
+        if (
+            not isinstance(value, list)
+            or len(value) != 3
+            or not isinstance(value[0], str)
+            or not isinstance(value[1], str)
+            or len(value[1]) != 64
+            or not isinstance(value[2], int)
+        ):
             raise StreamStateError(f"{where}: malformed file entry {value!r}")
         return cls(value[0], value[1], value[2])
 
@@ -60,8 +65,7 @@ class FileRead:
 
 def _is_candidate(path: Path) -> bool:
     # The daily reader's rule: a half-written file (.name.tmp) is never planned.
-    return (path.is_file() and not is_hidden(path.name)
-            and file_format(path) is not None)
+    return path.is_file() and not is_hidden(path.name) and file_format(path) is not None
 
 
 def list_stream_files(landing_dir: str | Path, source: StreamSource) -> list[str]:
@@ -93,8 +97,9 @@ def offset_file(landing_dir: str | Path, relpath: str) -> OffsetFile | None:
     return OffsetFile(relpath, sha, size)
 
 
-def read_offset_file(landing_dir: str | Path, source: StreamSource, entry: OffsetFile,
-                     seq: int) -> FileRead:
+def read_offset_file(
+    landing_dir: str | Path, source: StreamSource, entry: OffsetFile, seq: int
+) -> FileRead:
     """Read a planned file, refusing it if its bytes differ from the plan.
 
     Raises FileChangedError (changed or gone) or the reader's LandingFileError (unreadable).
@@ -115,8 +120,9 @@ def read_offset_file(landing_dir: str | Path, source: StreamSource, entry: Offse
     strings = frozenset(f.name for f in contract.schema if pa.types.is_string(f.type))
     raw = read_raw(data, fmt, entry.relpath, strings)
     result = normalise(raw, contract, entry.relpath, None)
-    return FileRead(entry, result.rows, result.quarantine, raw.raw_rows,
-                    result.dropped_columns, raw.notes)
+    return FileRead(
+        entry, result.rows, result.quarantine, raw.raw_rows, result.dropped_columns, raw.notes
+    )
 
 
 def notes_by_file(reads: Sequence[FileRead]) -> Mapping[str, list[str]]:

@@ -64,10 +64,18 @@ def _when(epoch: float | None) -> str:
 class StreamIngester:
     """Moves a stream's new files into its Delta table, batch by batch, exactly once."""
 
-    def __init__(self, store: CheckpointStore, source: StreamSource, landing_dir: str | Path,
-                 table: LakeTable, quarantine: LakeTable, *, owner: str | None = None,
-                 settings: StreamSettings | None = None,
-                 observer: Observer | None = None) -> None:
+    def __init__(
+        self,
+        store: CheckpointStore,
+        source: StreamSource,
+        landing_dir: str | Path,
+        table: LakeTable,
+        quarantine: LakeTable,
+        *,
+        owner: str | None = None,
+        settings: StreamSettings | None = None,
+        observer: Observer | None = None,
+    ) -> None:
         self.store = store
         self.source = source
         self.landing_dir = Path(landing_dir)
@@ -92,9 +100,14 @@ class StreamIngester:
                 break
             outcomes.append(step)
         table = self.table.open()
-        return RunReport(self.source.name, tuple(outcomes), stopped, detail,
-                         txn_version(table, self.source.app_id),
-                         None if table is None else table.version())
+        return RunReport(
+            self.source.name,
+            tuple(outcomes),
+            stopped,
+            detail,
+            txn_version(table, self.source.app_id),
+            None if table is None else table.version(),
+        )
 
     def ingest_next(self) -> BatchOutcome | Busy | None:
         """Finish the oldest unfinished batch (planning one from new files if none is open).
@@ -104,16 +117,21 @@ class StreamIngester:
         """
         settings = self.settings
         while True:
-            current = self.log.head_or_plan(self.landing_dir, settings.max_files_per_batch,
-                                            settings.max_attempts)
+            current = self.log.head_or_plan(
+                self.landing_dir, settings.max_files_per_batch, settings.max_attempts
+            )
             if current is None:
                 return None
             plan = current.plan
-            self._observe("head", plan.seq, signature=plan.signature,
-                          files=[f.relpath for f in plan.files])
-            claims = self.store.claim(self.source.scope, self.owner,
-                                      lease_seconds=settings.lease_seconds,
-                                      record_ids=[record_id(plan.seq)])
+            self._observe(
+                "head", plan.seq, signature=plan.signature, files=[f.relpath for f in plan.files]
+            )
+            claims = self.store.claim(
+                self.source.scope,
+                self.owner,
+                lease_seconds=settings.lease_seconds,
+                record_ids=[record_id(plan.seq)],
+            )
             if not claims:
                 busy = self._unclaimable(plan.seq)
                 if busy is None:
@@ -135,18 +153,35 @@ class StreamIngester:
             claim, built = self._read(claim, plan)
             claim = self.store.extend(claim, self.settings.lease_seconds)
             result = append_exactly_once(
-                self.table, built.rows, self.source.app_id, plan.seq, schema=self.source.schema,
-                commit_metadata=batch_metadata(self.source, built))
+                self.table,
+                built.rows,
+                self.source.app_id,
+                plan.seq,
+                schema=self.source.schema,
+                commit_metadata=batch_metadata(self.source, built),
+            )
             if not result.committed:
                 # A holder whose lease had run out committed it first: only bookkeeping is left.
                 return self._reconcile(claim, plan, built)
-            self._observe("committed", plan.seq, table_version=result.version,
-                          fingerprint=str(result.fingerprint))
+            self._observe(
+                "committed",
+                plan.seq,
+                table_version=result.version,
+                fingerprint=str(result.fingerprint),
+            )
             self._write_quarantine(built)
             outcome = BatchOutcome(
-                plan.seq, "committed", len(plan.files), built.raw_rows, built.rows.num_rows,
-                built.quarantine.num_rows, str(built.fingerprint), plan.signature,
-                result.version, claim.attempts)
+                plan.seq,
+                "committed",
+                len(plan.files),
+                built.raw_rows,
+                built.rows.num_rows,
+                built.quarantine.num_rows,
+                str(built.fingerprint),
+                plan.signature,
+                result.version,
+                claim.attempts,
+            )
             self._succeed(claim, outcome)
             return outcome
         except LeaseLost:
@@ -162,9 +197,15 @@ class StreamIngester:
             claim = self.store.extend(claim, self.settings.lease_seconds)
             self._observe("file_read", plan.seq, index=index, file=entry.relpath)
         built = build_batch(self.source, plan, reads)
-        self._observe("built", plan.seq, fingerprint=str(built.fingerprint),
-                      signature=plan.signature, rows=built.rows.num_rows,
-                      quarantined=built.quarantine.num_rows, notes=notes_by_file(reads))
+        self._observe(
+            "built",
+            plan.seq,
+            fingerprint=str(built.fingerprint),
+            signature=plan.signature,
+            rows=built.rows.num_rows,
+            quarantined=built.quarantine.num_rows,
+            notes=notes_by_file(reads),
+        )
         return claim, built
 
     def _reconcile(self, claim: Claim, plan: BatchPlan, built: BuiltBatch | None) -> BatchOutcome:
@@ -177,18 +218,21 @@ class StreamIngester:
             raise StreamStateError(
                 f"table {self.table.uri} is at txn version {done} of stream {self.source.name!r}, "
                 f"past batch {plan.seq}, whose commit is not in its recent history: cannot "
-                "verify it holds this batch's files (was the checkpoint store reset?)")
+                "verify it holds this batch's files (was the checkpoint store reset?)"
+            )
         if entry is not None:
             if entry.get(META_ABANDONED):
                 raise StreamStateError(
                     f"batch {plan.seq} of stream {self.source.name!r} was set aside, yet its "
-                    "tracker is still open in the checkpoint store")
+                    "tracker is still open in the checkpoint store"
+                )
             if entry.get(META_SIGNATURE) != plan.signature:
                 raise StreamStateError(
                     f"table {self.table.uri} holds batch {plan.seq} of stream "
                     f"{self.source.name!r} with other files than the offset log names (file "
                     f"signature {entry.get(META_SIGNATURE)} vs {plan.signature}): the checkpoint "
-                    "store and the table belong to different histories")
+                    "store and the table belong to different histories"
+                )
         quarantined = None if entry is None else int(entry[META_QUARANTINED])
         quarantine_done = txn_version(self.quarantine.open(), self.source.quarantine_app_id)
         behind = quarantine_done is None or quarantine_done < plan.seq
@@ -200,8 +244,14 @@ class StreamIngester:
         self._succeed(claim, outcome)
         return outcome
 
-    def _reconciled(self, plan: BatchPlan, claim: Claim, entry: dict | None,
-                    built: BuiltBatch | None, version: int) -> BatchOutcome:
+    def _reconciled(
+        self,
+        plan: BatchPlan,
+        claim: Claim,
+        entry: dict | None,
+        built: BuiltBatch | None,
+        version: int,
+    ) -> BatchOutcome:
         if entry is not None:
             rows = int(entry.get("operationMetrics", {}).get("num_added_rows", 0))
             quarantined = int(entry[META_QUARANTINED])
@@ -211,16 +261,30 @@ class StreamIngester:
             assert built is not None
             rows, quarantined = built.rows.num_rows, built.quarantine.num_rows
             fp = str(built.fingerprint)
-        return BatchOutcome(plan.seq, "reconciled", len(plan.files), rows + quarantined, rows,
-                            quarantined, fp, plan.signature, version, claim.attempts)
+        return BatchOutcome(
+            plan.seq,
+            "reconciled",
+            len(plan.files),
+            rows + quarantined,
+            rows,
+            quarantined,
+            fp,
+            plan.signature,
+            version,
+            claim.attempts,
+        )
 
     def _write_quarantine(self, built: BuiltBatch) -> None:
         # Written after the rows' commit: a batch that never reached the table (crashed, or
         # set aside) leaves no quarantine rows behind to be duplicated by its replacement.
         if built.quarantine.num_rows:
-            append_quarantine(self.quarantine, built.quarantine, self.source.quarantine_app_id,
-                              built.plan.seq,
-                              {META_STREAM: self.source.name, META_BATCH: built.plan.seq})
+            append_quarantine(
+                self.quarantine,
+                built.quarantine,
+                self.source.quarantine_app_id,
+                built.plan.seq,
+                {META_STREAM: self.source.name, META_BATCH: built.plan.seq},
+            )
         self._observe("quarantined", built.plan.seq, rows=built.quarantine.num_rows)
 
     def _check_order(self, seq: int, done: int | None) -> None:
@@ -229,7 +293,8 @@ class StreamIngester:
             raise StreamStateError(
                 f"table {self.table.uri} holds stream {self.source.name!r} only up to txn "
                 f"version {done}, but the offset log has batches up to {seq - 1} finished: the "
-                f"table lost commits (restored or recreated?); batch {seq} is not written")
+                f"table lost commits (restored or recreated?); batch {seq} is not written"
+            )
 
     def _succeed(self, claim: Claim, outcome: BatchOutcome) -> None:
         try:
@@ -242,12 +307,15 @@ class StreamIngester:
 
     def _record_failure(self, claim: Claim, seq: int, error: Exception) -> None:
         try:
-            status = self.store.fail(claim, error,
-                                     retry_in_seconds=self.settings.retry_delay_seconds)
+            status = self.store.fail(
+                claim, error, retry_in_seconds=self.settings.retry_delay_seconds
+            )
         except LeaseLost:
             return
-        error.add_note(f"stream {self.source.name!r} batch {seq}: attempt {claim.attempts} "
-                       f"of {claim.max_attempts} recorded as {status}")
+        error.add_note(
+            f"stream {self.source.name!r} batch {seq}: attempt {claim.attempts} "
+            f"of {claim.max_attempts} recorded as {status}"
+        )
 
     def _unclaimable(self, seq: int) -> Busy | None:
         tracker = self.store.get(self.source.scope, record_id(seq))
@@ -258,10 +326,13 @@ class StreamIngester:
         if tracker.status in (Status.FAILED, Status.EXHAUSTED):
             raise StreamBlocked(blocked_message(self.source, seq, tracker))
         if tracker.status is Status.PENDING:
-            return Busy(f"batch {seq} is not due before {_when(tracker.next_attempt_at)} "
-                        "(are the ingesters' clocks in sync?)")
-        return Busy(f"batch {seq} is held by {tracker.lease_owner} until "
-                    f"{_when(tracker.lease_expires_at)}")
+            return Busy(
+                f"batch {seq} is not due before {_when(tracker.next_attempt_at)} "
+                "(are the ingesters' clocks in sync?)"
+            )
+        return Busy(
+            f"batch {seq} is held by {tracker.lease_owner} until {_when(tracker.lease_expires_at)}"
+        )
 
     def _observe(self, step: str, seq: int, **detail: object) -> None:
         if self._observer is not None:
@@ -270,10 +341,16 @@ class StreamIngester:
 
 def blocked_message(source: StreamSource, seq: int, tracker: Tracker) -> str:
     """Why a failed or exhausted batch stops the stream, and what a person can do."""
-    head = (f"stream {source.name!r} is blocked at batch {seq}: attempt {tracker.attempts} of "
-            f"{tracker.max_attempts} failed with: {tracker.last_error}")
+    head = (
+        f"stream {source.name!r} is blocked at batch {seq}: attempt {tracker.attempts} of "
+        f"{tracker.max_attempts} failed with: {tracker.last_error}"
+    )
     if tracker.status is Status.EXHAUSTED:
-        return (f"{head}. It used all its attempts: fix the cause and retry it (retry_batch), "
-                "or set the bad files aside (set_aside_files); later batches wait for it")
-    return (f"{head}. The next attempt is due at {_when(tracker.next_attempt_at)}; later "
-            "batches wait for it")
+        return (
+            f"{head}. It used all its attempts: fix the cause and retry it (retry_batch), "
+            "or set the bad files aside (set_aside_files); later batches wait for it"
+        )
+    return (
+        f"{head}. The next attempt is due at {_when(tracker.next_attempt_at)}; later "
+        "batches wait for it"
+    )

@@ -50,8 +50,11 @@ class BatchPlan:
 
     def payload(self) -> dict[str, Any]:
         """The tracker payload."""
-        data: dict[str, Any] = {"seq": self.seq, "files": [f.as_json() for f in self.files],
-                                "signature": self.signature}
+        data: dict[str, Any] = {
+            "seq": self.seq,
+            "files": [f.as_json() for f in self.files],
+            "signature": self.signature,
+        }
         if self.replaces is not None:
             data["replaces"] = self.replaces
         return data
@@ -112,8 +115,9 @@ class OffsetLog:
 
     def batches(self) -> list[LoggedBatch]:
         """Every batch in sequence order; a gap in the sequence is a StreamStateError."""
-        logged = [LoggedBatch(BatchPlan.from_tracker(t), t)
-                  for t in self.store.list(self.source.scope)]
+        logged = [
+            LoggedBatch(BatchPlan.from_tracker(t), t) for t in self.store.list(self.source.scope)
+        ]
         for expected, batch in enumerate(logged):
             if batch.seq != expected:
                 raise StreamStateError(
@@ -131,12 +135,14 @@ class OffsetLog:
 
     def fix(self, plan: BatchPlan, max_attempts: int) -> bool:
         """Record ``plan`` unless its sequence number is taken; True if this call recorded it."""
-        new = self.store.register(self.source.scope, [(record_id(plan.seq), plan.payload())],
-                                  max_attempts=max_attempts)
+        new = self.store.register(
+            self.source.scope, [(record_id(plan.seq), plan.payload())], max_attempts=max_attempts
+        )
         return new == 1
 
-    def head_or_plan(self, landing_dir: str | Path, max_files: int,
-                     max_attempts: int) -> LoggedBatch | None:
+    def head_or_plan(
+        self, landing_dir: str | Path, max_files: int, max_attempts: int
+    ) -> LoggedBatch | None:
         """The oldest unfinished batch, else a newly fixed batch of unassigned files, else None."""
         while True:
             batches = self.batches()
@@ -151,8 +157,9 @@ class OffsetLog:
             # Another planner took this sequence number first: read its batch and go on.
 
 
-def unassigned(landing_dir: str | Path, source: StreamSource,
-               batches: Sequence[LoggedBatch], limit: int) -> list[OffsetFile]:
+def unassigned(
+    landing_dir: str | Path, source: StreamSource, batches: Sequence[LoggedBatch], limit: int
+) -> list[OffsetFile]:
     """Up to ``limit`` files no batch names yet, in file-name order, hashed now."""
     taken = assigned_files(batches)
     out: list[OffsetFile] = []
@@ -167,8 +174,9 @@ def unassigned(landing_dir: str | Path, source: StreamSource,
     return out
 
 
-def propose(landing_dir: str | Path, source: StreamSource, batches: Sequence[LoggedBatch],
-            max_files: int) -> BatchPlan | None:
+def propose(
+    landing_dir: str | Path, source: StreamSource, batches: Sequence[LoggedBatch], max_files: int
+) -> BatchPlan | None:
     """The next batch: the first ``max_files`` unassigned files, or None if there are none."""
     if not 1 <= max_files <= MAX_FILES_PER_BATCH:
         raise ValueError(f"max_files must be in 1..{MAX_FILES_PER_BATCH}, got {max_files!r}")

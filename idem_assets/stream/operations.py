@@ -57,18 +57,25 @@ class Outlook:
         return None if signature is None else f"{self.stream}:files-{signature[:24]}"
 
 
-def outlook(store: CheckpointStore, source: StreamSource, landing_dir: str | Path,
-            limit: int, now: float | None = None) -> Outlook:
+def outlook(
+    store: CheckpointStore,
+    source: StreamSource,
+    landing_dir: str | Path,
+    limit: int,
+    now: float | None = None,
+) -> Outlook:
     """Read-only look at the stream for a sensor: nothing is planned or claimed."""
     batches = OffsetLog(store, source).batches()
     current = head(batches)
     if current is not None:
         due_at = current.tracker.next_attempt_at
-        due = (current.tracker.status is not Status.EXHAUSTED and due_at is not None
-               and due_at <= (time.time() if now is None else now))
+        due = (
+            current.tracker.status is not Status.EXHAUSTED
+            and due_at is not None
+            and due_at <= (time.time() if now is None else now)
+        )
         return Outlook(source.name, current, due, ())
-    return Outlook(source.name, None, False,
-                   tuple(unassigned(landing_dir, source, batches, limit)))
+    return Outlook(source.name, None, False, tuple(unassigned(landing_dir, source, batches, limit)))
 
 
 def retry_batch(store: CheckpointStore, source: StreamSource, seq: int) -> bool:
@@ -76,8 +83,16 @@ def retry_batch(store: CheckpointStore, source: StreamSource, seq: int) -> bool:
     return store.redrive(source.scope, [record_id(seq)]) == 1
 
 
-def set_aside_files(store: CheckpointStore, source: StreamSource, table: LakeTable, seq: int,
-                    files: Sequence[str], reason: str, *, max_attempts: int = 5) -> int | None:
+def set_aside_files(
+    store: CheckpointStore,
+    source: StreamSource,
+    table: LakeTable,
+    seq: int,
+    files: Sequence[str],
+    reason: str,
+    *,
+    max_attempts: int = 5,
+) -> int | None:
     """Abandon the blocked batch ``seq`` and re-plan its other files as a new batch.
 
     The set-aside files are never read again (land corrections as new files); the reason
@@ -94,8 +109,10 @@ def set_aside_files(store: CheckpointStore, source: StreamSource, table: LakeTab
     named = {f.relpath for f in batch.plan.files}
     strangers = sorted(set(files) - named)
     if strangers:
-        raise ValueError(f"batch {seq} of stream {source.name!r} has no file(s) "
-                         f"{', '.join(strangers)}; it holds {', '.join(sorted(named))}")
+        raise ValueError(
+            f"batch {seq} of stream {source.name!r} has no file(s) "
+            f"{', '.join(strangers)}; it holds {', '.join(sorted(named))}"
+        )
     keep = tuple(f for f in batch.plan.files if f.relpath not in set(files))
     if batch.tracker.status is Status.IGNORED:
         return _replacement(log, batch, keep, max_attempts)
@@ -105,8 +122,10 @@ def set_aside_files(store: CheckpointStore, source: StreamSource, table: LakeTab
     try:
         store.ignore(source.scope, record_id(seq), note)
     except InvalidTransition as error:
-        raise StreamError(f"batch {seq} of stream {source.name!r} was claimed while being set "
-                          f"aside; call set_aside_files again: {error}") from None
+        raise StreamError(
+            f"batch {seq} of stream {source.name!r} was claimed while being set "
+            f"aside; call set_aside_files again: {error}"
+        ) from None
     return _replacement(log, batch, keep, max_attempts)
 
 
@@ -116,19 +135,33 @@ def _require_abandonable(log: OffsetLog, batch: LoggedBatch) -> None:
         where = "none is open" if current is None else f"that is batch {current.seq}"
         raise StreamError(f"only the oldest unfinished batch can be set aside; {where}")
     tracker = batch.tracker
-    live = (tracker.status is Status.IN_PROGRESS and tracker.lease_expires_at is not None
-            and tracker.lease_expires_at > time.time())
+    live = (
+        tracker.status is Status.IN_PROGRESS
+        and tracker.lease_expires_at is not None
+        and tracker.lease_expires_at > time.time()
+    )
     if live:
-        raise StreamError(f"batch {batch.seq} is being ingested by {tracker.lease_owner}; "
-                          "set files aside only once it failed or its lease ran out")
+        raise StreamError(
+            f"batch {batch.seq} is being ingested by {tracker.lease_owner}; "
+            "set files aside only once it failed or its lease ran out"
+        )
 
 
 def _fence(source: StreamSource, table: LakeTable, plan: BatchPlan, reason: str) -> None:
     fence = append_exactly_once(
-        table, source.schema.empty_table(), source.app_id, plan.seq, schema=source.schema,
-        commit_metadata={META_STREAM: source.name, META_BATCH: plan.seq,
-                         META_SIGNATURE: plan.signature, META_QUARANTINED: 0,
-                         META_ABANDONED: reason[:_MAX_REASON_CHARS]})
+        table,
+        source.schema.empty_table(),
+        source.app_id,
+        plan.seq,
+        schema=source.schema,
+        commit_metadata={
+            META_STREAM: source.name,
+            META_BATCH: plan.seq,
+            META_SIGNATURE: plan.signature,
+            META_QUARANTINED: 0,
+            META_ABANDONED: reason[:_MAX_REASON_CHARS],
+        },
+    )
     if fence.committed:
         return
     opened = table.open()
@@ -138,11 +171,13 @@ def _fence(source: StreamSource, table: LakeTable, plan: BatchPlan, reason: str)
     raise StreamStateError(
         f"batch {plan.seq} of stream {source.name!r} is already in {table.uri} (an ingester "
         "whose lease had run out committed it): nothing was set aside; the next run records "
-        "it as done")
+        "it as done"
+    )
 
 
-def _replacement(log: OffsetLog, batch: LoggedBatch, keep: tuple[OffsetFile, ...],
-                 max_attempts: int) -> int | None:
+def _replacement(
+    log: OffsetLog, batch: LoggedBatch, keep: tuple[OffsetFile, ...], max_attempts: int
+) -> int | None:
     if not keep:
         return None
     while True:

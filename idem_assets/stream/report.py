@@ -24,15 +24,18 @@ class StreamSettings:
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_files_per_batch <= MAX_FILES_PER_BATCH:
-            raise ValueError(f"max_files_per_batch must be in 1..{MAX_FILES_PER_BATCH}, "
-                             f"got {self.max_files_per_batch!r}")
+            raise ValueError(
+                f"max_files_per_batch must be in 1..{MAX_FILES_PER_BATCH}, "
+                f"got {self.max_files_per_batch!r}"
+            )
         if self.max_batches_per_run < 1:
             raise ValueError(f"max_batches_per_run must be >= 1, got {self.max_batches_per_run!r}")
         if not (math.isfinite(self.lease_seconds) and self.lease_seconds > 0):
             raise ValueError(f"lease_seconds must be > 0, got {self.lease_seconds!r}")
         if self.retry_delay_seconds is not None and not self.retry_delay_seconds >= 0:
             raise ValueError(
-                f"retry_delay_seconds must be >= 0 or None, got {self.retry_delay_seconds!r}")
+                f"retry_delay_seconds must be >= 0 or None, got {self.retry_delay_seconds!r}"
+            )
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts!r}")
 

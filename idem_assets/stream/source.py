@@ -68,5 +68,3 @@ class StreamSource:
 def stream_of(contract: SourceContract, name: str) -> StreamSource:
     """A stream with ``contract``'s columns and rules under another name (no folder dates)."""
     return StreamSource(dataclasses.replace(contract, name=name, daily=False, date_column=None))
-
-

@@ -10,8 +10,10 @@ import pytest
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets_tests.checkpoint.clock import SteppedClock
 
-BACKENDS = [pytest.param("sqlite", id="sqlite"),
-            pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+]
 
 
 @pytest.fixture(params=BACKENDS)

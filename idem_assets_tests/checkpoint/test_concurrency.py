@@ -26,9 +26,19 @@ def test_workers_split_a_scope_exactly_once(store_url: str, tmp_path: Path, work
     logs = {f"worker-{n}": tmp_path / f"worker-{n}.log" for n in range(workers)}
     ready = [tmp_path / f"{owner}.ready" for owner in logs]
     processes = [
-        spawn({"mode": "drain", "url": store_url, "scope": SCOPE, "owner": owner,
-               "log": str(log), "batch": 10, "work_seconds": 0.001, "go_file": str(go_file),
-               "ready_file": str(ready_file)})
+        spawn(
+            {
+                "mode": "drain",
+                "url": store_url,
+                "scope": SCOPE,
+                "owner": owner,
+                "log": str(log),
+                "batch": 10,
+                "work_seconds": 0.001,
+                "go_file": str(go_file),
+                "ready_file": str(ready_file),
+            }
+        )
         for (owner, log), ready_file in zip(logs.items(), ready, strict=True)
     ]
     deadline = time.monotonic() + 120
@@ -63,6 +73,8 @@ def test_workers_split_a_scope_exactly_once(store_url: str, tmp_path: Path, work
         trackers = store.list(SCOPE)
     assert all(t.status is Status.SUCCEEDED for t in trackers)
     assert {t.record_id: t.result["by"] for t in trackers} == {
-        r: owners[0] for r, owners in successes.items()}
+        r: owners[0] for r, owners in successes.items()
+    }
     assert {t.record_id: t.attempts for t in trackers} == {
-        r: 2 if planned_failure(r) else 1 for r in record_ids}
+        r: 2 if planned_failure(r) else 1 for r in record_ids
+    }

@@ -70,10 +70,12 @@ def test_stale_holder_gets_lease_lost(store_url: str, clock: SteppedClock) -> No
         [old] = stale.claim(SCOPE, "stale", lease_seconds=5)
         clock.advance(5)
         [new] = fresh.claim(SCOPE, "fresh", lease_seconds=5)
-        for late_call in (lambda: stale.succeed(old, {"by": "stale"}),
-                          lambda: stale.fail(old, "late"),
-                          lambda: stale.release(old),
-                          lambda: stale.extend(old, 5)):
+        for late_call in (
+            lambda: stale.succeed(old, {"by": "stale"}),
+            lambda: stale.fail(old, "late"),
+            lambda: stale.release(old),
+            lambda: stale.extend(old, 5),
+        ):
             with pytest.raises(LeaseLost) as lost:
                 late_call()
             assert "re-claimed by 'fresh' for attempt 2" in str(lost.value)
@@ -83,7 +85,10 @@ def test_stale_holder_gets_lease_lost(store_url: str, clock: SteppedClock) -> No
         tracker = fresh.get(SCOPE, "r")
         assert tracker is not None
         assert (tracker.status, tracker.result, tracker.attempts) == (
-            Status.SUCCEEDED, {"by": "fresh"}, 2)
+            Status.SUCCEEDED,
+            {"by": "fresh"},
+            2,
+        )
 
 
 def test_two_connections_never_share_a_record(store_url: str) -> None:
@@ -91,19 +96,29 @@ def test_two_connections_never_share_a_record(store_url: str) -> None:
         first.register(SCOPE, [(f"r{n:03d}", None) for n in range(100)])
         taken: list[str] = []
         while batch := first.claim(SCOPE, "a", lease_seconds=60, limit=7) + second.claim(
-                SCOPE, "b", lease_seconds=60, limit=5):
+            SCOPE, "b", lease_seconds=60, limit=5
+        ):
             taken += [c.record_id for c in batch]
         assert sorted(taken) == [f"r{n:03d}" for n in range(100)]
 
 
 @pytest.mark.slow
-def test_sigkilled_worker_records_come_back_after_the_lease(store_url: str,
-                                                            tmp_path: Path) -> None:
+def test_sigkilled_worker_records_come_back_after_the_lease(store_url: str, tmp_path: Path) -> None:
     with open_store(store_url) as store:
         store.register(SCOPE, [(f"r{n:02d}", {"n": n}) for n in range(20)], max_attempts=3)
     report = tmp_path / "held.json"
-    worker = spawn({"mode": "hold", "url": store_url, "scope": SCOPE, "owner": "doomed",
-                    "lease_seconds": 3, "limit": 10, "succeed_first": 3, "report": str(report)})
+    worker = spawn(
+        {
+            "mode": "hold",
+            "url": store_url,
+            "scope": SCOPE,
+            "owner": "doomed",
+            "lease_seconds": 3,
+            "limit": 10,
+            "succeed_first": 3,
+            "report": str(report),
+        }
+    )
     try:
         deadline = time.monotonic() + 60
         while not report.exists():

@@ -30,11 +30,20 @@ def test_register_is_idempotent_and_never_resets(store: CheckpointStore) -> None
     exhausted = store.get(SCOPE, "rec-0000")
     assert exhausted is not None
     assert (exhausted.status, exhausted.attempts, exhausted.max_attempts) == (
-        Status.EXHAUSTED, 1, 1)
+        Status.EXHAUSTED,
+        1,
+        1,
+    )
     assert store.get(SCOPE, "rec-0006").max_attempts == 9  # type: ignore[union-attr]
     assert store.register(SCOPE, []) == 0
-    assert store.counts(SCOPE) == {"pending": 6, "in_progress": 0, "failed": 0,
-                                   "exhausted": 1, "succeeded": 0, "ignored": 0}
+    assert store.counts(SCOPE) == {
+        "pending": 6,
+        "in_progress": 0,
+        "failed": 0,
+        "exhausted": 1,
+        "succeeded": 0,
+        "ignored": 0,
+    }
 
 
 def test_same_record_twice_in_one_call(store: CheckpointStore) -> None:
@@ -44,17 +53,24 @@ def test_same_record_twice_in_one_call(store: CheckpointStore) -> None:
     assert store.get(SCOPE, "b") is None
 
 
-def test_claim_counts_attempt_and_hands_out_payload(store: CheckpointStore,
-                                                    clock: SteppedClock) -> None:
+def test_claim_counts_attempt_and_hands_out_payload(
+    store: CheckpointStore, clock: SteppedClock
+) -> None:
     store.register(SCOPE, _records(3))
     claims = store.claim(SCOPE, "w1", lease_seconds=30)
     assert [(c.record_id, c.attempts, c.payload) for c in claims] == [
-        ("rec-0000", 1, {"n": 0}), ("rec-0001", 1, {"n": 1}), ("rec-0002", 1, {"n": 2})]
+        ("rec-0000", 1, {"n": 0}),
+        ("rec-0001", 1, {"n": 1}),
+        ("rec-0002", 1, {"n": 2}),
+    ]
     assert {c.lease_expires_at for c in claims} == {clock.now + 30}
     tracker = store.get(SCOPE, "rec-0001")
     assert tracker is not None
     assert (tracker.status, tracker.lease_owner, tracker.lease_token) == (
-        Status.IN_PROGRESS, "w1", claims[1].lease_token)
+        Status.IN_PROGRESS,
+        "w1",
+        claims[1].lease_token,
+    )
     assert store.claim(SCOPE, "w2", lease_seconds=30) == []
 
 
@@ -62,15 +78,19 @@ def test_limit_and_record_ids(store: CheckpointStore) -> None:
     store.register(SCOPE, _records(10))
     first = store.claim(SCOPE, "w1", lease_seconds=30, limit=4)
     assert [c.record_id for c in first] == ["rec-0000", "rec-0001", "rec-0002", "rec-0003"]
-    listed = store.claim(SCOPE, "w2", lease_seconds=30,
-                         record_ids=["rec-0001", "rec-0007", "rec-0008", "missing"], limit=5)
+    listed = store.claim(
+        SCOPE,
+        "w2",
+        lease_seconds=30,
+        record_ids=["rec-0001", "rec-0007", "rec-0008", "missing"],
+        limit=5,
+    )
     assert [c.record_id for c in listed] == ["rec-0007", "rec-0008"]
     assert store.claim(SCOPE, "w2", lease_seconds=30, record_ids=[]) == []
     assert store.counts(SCOPE)["in_progress"] == 6
 
 
-def test_succeed_stores_result_and_is_terminal(store: CheckpointStore,
-                                               clock: SteppedClock) -> None:
+def test_succeed_stores_result_and_is_terminal(store: CheckpointStore, clock: SteppedClock) -> None:
     store.register(SCOPE, _records(1))
     [claim] = store.claim(SCOPE, "w1", lease_seconds=30)
     store.succeed(claim, {"delivery": "d-1"})
@@ -78,13 +98,18 @@ def test_succeed_stores_result_and_is_terminal(store: CheckpointStore,
     tracker = store.get(SCOPE, claim.record_id)
     assert tracker is not None
     assert (tracker.status, tracker.result, tracker.next_attempt_at, tracker.lease_expires_at) == (
-        Status.SUCCEEDED, {"delivery": "d-1"}, None, None)
+        Status.SUCCEEDED,
+        {"delivery": "d-1"},
+        None,
+        None,
+    )
     clock.advance(10_000)
     assert store.claim(SCOPE, "w2", lease_seconds=30) == []
 
 
-def test_fail_backs_off_then_retries_until_exhausted(store: CheckpointStore,
-                                                     clock: SteppedClock) -> None:
+def test_fail_backs_off_then_retries_until_exhausted(
+    store: CheckpointStore, clock: SteppedClock
+) -> None:
     store.register(SCOPE, _records(1), max_attempts=3)
     [first] = store.claim(SCOPE, "w1", lease_seconds=30)
     assert store.fail(first, "HTTP 503") is Status.FAILED
@@ -130,8 +155,9 @@ def test_fail_keeps_exception_and_bounded_traceback(store: CheckpointStore) -> N
     assert bounded.last_traceback.endswith("FINAL LINE")
 
 
-def test_expired_lease_on_last_attempt_exhausts(store: CheckpointStore,
-                                                clock: SteppedClock) -> None:
+def test_expired_lease_on_last_attempt_exhausts(
+    store: CheckpointStore, clock: SteppedClock
+) -> None:
     store.register(SCOPE, _records(2), max_attempts=2)
     store.claim(SCOPE, "crashed-1", lease_seconds=10)
     clock.advance(10)
@@ -195,8 +221,10 @@ def test_ignore_rules(store: CheckpointStore, clock: SteppedClock) -> None:
     store.ignore(SCOPE, expired.record_id, "worker died; handled elsewhere")
     ignored = store.list(SCOPE, [Status.IGNORED])
     assert [(t.record_id, t.ignored_reason) for t in ignored] == [
-        ("rec-0002", "fixed by hand"), ("rec-0003", "worker died; handled elsewhere"),
-        ("rec-0004", "customer unsubscribed")]
+        ("rec-0002", "fixed by hand"),
+        ("rec-0003", "worker died; handled elsewhere"),
+        ("rec-0004", "customer unsubscribed"),
+    ]
     assert store.redrive(SCOPE) == 0
     clock.advance(10_000)
     assert store.claim(SCOPE, "w2", lease_seconds=30) == []
@@ -219,7 +247,8 @@ def test_list_counts_and_retryable(store: CheckpointStore, clock: SteppedClock) 
     assert [t.scope for t in store.list(statuses=["failed"])] == [SCOPE, late]
     assert len(store.list()) == 5 and store.list(statuses=[]) == []
     assert store.counts("unknown/scope") == dict.fromkeys(
-        ["pending", "in_progress", "failed", "exhausted", "succeeded", "ignored"], 0)
+        ["pending", "in_progress", "failed", "exhausted", "succeeded", "ignored"], 0
+    )
     with pytest.raises(CheckpointInputError, match="unknown status 'done'"):
         store.list(statuses=["done"])
     assert d.record_id == "rec-0001"
@@ -235,8 +264,16 @@ def test_final_failure_exhausts_at_once(store):
 
 
 def test_list_filters_by_record_id_prefix(store):
-    store.register("s", [("2024-03-01/a", None), ("2024-03-01/b", None), ("2024-03-02/a", None),
-                         ("2024-03-0", None)], max_attempts=5)
+    store.register(
+        "s",
+        [
+            ("2024-03-01/a", None),
+            ("2024-03-01/b", None),
+            ("2024-03-02/a", None),
+            ("2024-03-0", None),
+        ],
+        max_attempts=5,
+    )
     found = [t.record_id for t in store.list("s", prefix="2024-03-01/")]
     assert found == ["2024-03-01/a", "2024-03-01/b"]
     assert len(store.list("s")) == 4

@@ -33,13 +33,18 @@ def test_attempts_survive_restart(store_url: str, clock: SteppedClock) -> None:
         assert second_run.register(SCOPE, [("r1", {"k": 1}), ("r2", None)]) == 0
         again = second_run.claim(SCOPE, "run-2", lease_seconds=10)
         assert [(c.record_id, c.attempts, c.payload) for c in again] == [
-            ("r1", 2, {"k": 1}), ("r2", 2, None)]
+            ("r1", 2, {"k": 1}),
+            ("r2", 2, None),
+        ]
         second_run.succeed(again[0], {"sent": True})
     with open_store(store_url, clock=clock) as third_run:
         tracker = third_run.get(SCOPE, "r1")
         assert tracker is not None
         assert (tracker.status, tracker.attempts, tracker.result) == (
-            Status.SUCCEEDED, 2, {"sent": True})
+            Status.SUCCEEDED,
+            2,
+            {"sent": True},
+        )
 
 
 def test_attempts_counted_across_processes(store_url: str) -> None:
@@ -112,12 +117,15 @@ def test_sqlite_url_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert absolute.is_file()
 
 
-@pytest.mark.parametrize(("url", "message"), [
-    ("sqlite:///:memory:", "in-memory store is not durable"),
-    ("sqlite:///", "must name a database file"),
-    ("sqlite:///x.db?mode=ro", "query options are not supported"),
-    ("mysql://u@h/db", "must start with 'sqlite:///' or 'postgresql://'"),
-])
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("sqlite:///:memory:", "in-memory store is not durable"),
+        ("sqlite:///", "must name a database file"),
+        ("sqlite:///x.db?mode=ro", "query options are not supported"),
+        ("mysql://u@h/db", "must start with 'sqlite:///' or 'postgresql://'"),
+    ],
+)
 def test_bad_urls(url: str, message: str) -> None:
     with pytest.raises(CheckpointInputError, match=message):
         open_store(url)
@@ -130,21 +138,27 @@ def test_connection_error_hides_password() -> None:
     assert "postgresql://app:***@127.0.0.1:1/checkpoints" in str(caught.value)
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda s: s.register("", [("r", None)]), "scope must be a non-empty string"),
-    (lambda s: s.register(SCOPE, [("r", None)], max_attempts=0), "max_attempts must be an inte"),
-    (lambda s: s.register(SCOPE, ["r"]), r"records\[0\] .* must be a \(record_id, payload\)"),
-    (lambda s: s.register(SCOPE, [("", None)]), r"records\[0\] record_id must be a non-empty"),
-    (lambda s: s.register(SCOPE, [("r", {"v": float("nan")})]), "payload of record 'r' is not"),
-    (lambda s: s.register(SCOPE, [("big", {"b": "x" * 70_000})]), "payload of record 'big' is"),
-    (lambda s: s.register(SCOPE, [("r" * 600, None)]), "600 characters; the limit is 512"),
-    (lambda s: s.claim(SCOPE, "", lease_seconds=1), "owner must be a non-empty string"),
-    (lambda s: s.claim(SCOPE, "w", lease_seconds=0), "lease_seconds must be > 0 seconds"),
-    (lambda s: s.claim(SCOPE, "w", lease_seconds=float("inf")), "lease_seconds must be a fin"),
-    (lambda s: s.claim(SCOPE, "w", lease_seconds="5"), "lease_seconds must be a finite"),
-    (lambda s: s.claim(SCOPE, "w", lease_seconds=5, limit=0), "limit must be an integer >= 1"),
-    (lambda s: s.claim(SCOPE, "w", lease_seconds=5, record_ids="r1"), "not one string"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.register("", [("r", None)]), "scope must be a non-empty string"),
+        (
+            lambda s: s.register(SCOPE, [("r", None)], max_attempts=0),
+            "max_attempts must be an inte",
+        ),
+        (lambda s: s.register(SCOPE, ["r"]), r"records\[0\] .* must be a \(record_id, payload\)"),
+        (lambda s: s.register(SCOPE, [("", None)]), r"records\[0\] record_id must be a non-empty"),
+        (lambda s: s.register(SCOPE, [("r", {"v": float("nan")})]), "payload of record 'r' is not"),
+        (lambda s: s.register(SCOPE, [("big", {"b": "x" * 70_000})]), "payload of record 'big' is"),
+        (lambda s: s.register(SCOPE, [("r" * 600, None)]), "600 characters; the limit is 512"),
+        (lambda s: s.claim(SCOPE, "", lease_seconds=1), "owner must be a non-empty string"),
+        (lambda s: s.claim(SCOPE, "w", lease_seconds=0), "lease_seconds must be > 0 seconds"),
+        (lambda s: s.claim(SCOPE, "w", lease_seconds=float("inf")), "lease_seconds must be a fin"),
+        (lambda s: s.claim(SCOPE, "w", lease_seconds="5"), "lease_seconds must be a finite"),
+        (lambda s: s.claim(SCOPE, "w", lease_seconds=5, limit=0), "limit must be an integer >= 1"),
+        (lambda s: s.claim(SCOPE, "w", lease_seconds=5, record_ids="r1"), "not one string"),
+    ],
+)
 def test_input_errors_name_the_field(store: CheckpointStore, call: object, message: str) -> None:
     with pytest.raises(CheckpointInputError, match=message):
         call(store)  # type: ignore[operator]

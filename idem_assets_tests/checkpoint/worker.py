@@ -33,7 +33,8 @@ def spawn(spec: dict[str, Any]) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "idem_assets_tests.checkpoint.worker", json.dumps(spec)],
-        cwd=PROJECT_ROOT, env=env,
+        cwd=PROJECT_ROOT,
+        env=env,
     )
 
 
@@ -44,16 +45,20 @@ def _write_atomically(path: Path, data: Any) -> None:
 
 
 def _hold(store: CheckpointStore, spec: dict[str, Any]) -> None:
-    claims = store.claim(spec["scope"], spec["owner"], lease_seconds=spec["lease_seconds"],
-                         limit=spec["limit"])
+    claims = store.claim(
+        spec["scope"], spec["owner"], lease_seconds=spec["lease_seconds"], limit=spec["limit"]
+    )
     finished = claims[: spec["succeed_first"]]
     for claim in finished:
         store.succeed(claim, {"by": spec["owner"]})
-    _write_atomically(Path(spec["report"]), {
-        "claimed": [claim.record_id for claim in claims],
-        "succeeded": [claim.record_id for claim in finished],
-        "lease_expires_at": min(claim.lease_expires_at for claim in claims),
-    })
+    _write_atomically(
+        Path(spec["report"]),
+        {
+            "claimed": [claim.record_id for claim in claims],
+            "succeeded": [claim.record_id for claim in finished],
+            "lease_expires_at": min(claim.lease_expires_at for claim in claims),
+        },
+    )
     time.sleep(600)
 
 

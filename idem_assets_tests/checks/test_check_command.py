@@ -28,9 +28,12 @@ RANGE = f"{KEYS[0]}...{KEYS[-1]}"
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
-    env.update(IDEM_LANDING_DIR=str(tmp_path / "landing"), IDEM_LAKE_DIR=str(tmp_path / "lake"),
-               IDEM_STATE_URL=f"sqlite:///{tmp_path / 'state.db'}",
-               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    env.update(
+        IDEM_LANDING_DIR=str(tmp_path / "landing"),
+        IDEM_LAKE_DIR=str(tmp_path / "lake"),
+        IDEM_STATE_URL=f"sqlite:///{tmp_path / 'state.db'}",
+        PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+    )
     return env
 
 
@@ -38,16 +41,20 @@ def _check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     """The installed command, from the project root (where dg finds the location)."""
     return subprocess.run(
         [str(COMMAND), "check", *args],
-        cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300,
-        check=False)
+        cwd=ROOT,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.fixture
 def lake(tmp_path: Path) -> Path:
     """Three landed days, materialized through the command's --materialize mode."""
     generate(tmp_path / "landing", START, 3, seed=7)
-    done = _check(tmp_path, "--select", "key:orders", "--partition-range", RANGE,
-                  "--materialize")
+    done = _check(tmp_path, "--select", "key:orders", "--partition-range", RANGE, "--materialize")
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert (tmp_path / "lake" / "orders" / "_delta_log").is_dir()
     return tmp_path
@@ -61,8 +68,9 @@ def _cases(path: Path) -> dict[tuple[str, str], ET.Element]:
 def test_a_clean_lake_exits_0_with_a_row_per_partition_and_check(lake: Path):
     before = DeltaTable(str(lake / "lake" / "orders")).version()
     junit = lake / "checks.xml"
-    done = _check(lake, "--select", "key:orders", "--partition-range", RANGE,
-                  "--junit-xml", str(junit))
+    done = _check(
+        lake, "--select", "key:orders", "--partition-range", RANGE, "--junit-xml", str(junit)
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0].split()[:5] == ["asset", "partition", "check", "passed", "severity"]
@@ -79,22 +87,34 @@ def test_a_clean_lake_exits_0_with_a_row_per_partition_and_check(lake: Path):
 
 def test_a_corrupted_partition_exits_1_and_the_junit_file_names_it(lake: Path):
     table = DeltaTable(str(lake / "lake" / "orders"))
-    middle = date_range("order_date", dt.date.fromisoformat(KEYS[1]),
-                        dt.date.fromisoformat(KEYS[2]))
+    middle = date_range(
+        "order_date", dt.date.fromisoformat(KEYS[1]), dt.date.fromisoformat(KEYS[2])
+    )
     rows = read_rows(table, ranges=[middle])
     amounts = rows.column("amount").to_pylist()
     amounts[0] += 1
-    write_deltalake(table, rows.set_column(rows.schema.get_field_index("amount"), "amount",
-                                           pa.array(amounts, rows.schema.field("amount").type)),
-                    mode="overwrite", predicate=conjunction([middle]))
+    write_deltalake(
+        table,
+        rows.set_column(
+            rows.schema.get_field_index("amount"),
+            "amount",
+            pa.array(amounts, rows.schema.field("amount").type),
+        ),
+        mode="overwrite",
+        predicate=conjunction([middle]),
+    )
 
     junit = lake / "checks.xml"
-    done = _check(lake, "--select", "key:orders", "--partition-range", RANGE,
-                  "--junit-xml", str(junit))
+    done = _check(
+        lake, "--select", "key:orders", "--partition-range", RANGE, "--junit-xml", str(junit)
+    )
     assert done.returncode == 1, done.stdout + done.stderr[-2000:]
     assert "1 ERROR failed" in done.stdout
-    assert any(line.split()[:4] == ["orders", KEYS[1], "rerun_equality", "NO"]
-               and "rows_differing=2" in line for line in done.stdout.splitlines())
+    assert any(
+        line.split()[:4] == ["orders", KEYS[1], "rerun_equality", "NO"]
+        and "rows_differing=2" in line
+        for line in done.stdout.splitlines()
+    )
     cases = _cases(junit)
     failed = {name for name, case in cases.items() if case.find("failure") is not None}
     assert failed == {("orders", f"rerun_equality[{KEYS[1]}]")}
@@ -119,8 +139,14 @@ def test_the_documented_ci_workflow_runs_as_written(tmp_path: Path):
     check = shlex.split(next(r for r in runs if r.startswith("idem-assets check")))
     assert check[:2] == ["idem-assets", "check"]
     env = _env(tmp_path)
-    subprocess.run(generate_landing.replace("python ", f"{shlex.quote(sys.executable)} ", 1),
-                   shell=True, env=env, cwd=tmp_path, check=True, timeout=300)
+    subprocess.run(
+        generate_landing.replace("python ", f"{shlex.quote(sys.executable)} ", 1),
+        shell=True,
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        timeout=300,
+    )
     junit = tmp_path / "asset-checks.xml"
     args = [str(junit) if a == "asset-checks.xml" else a for a in check[2:]]
     done = _check(tmp_path, *args)

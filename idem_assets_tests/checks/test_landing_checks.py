@@ -18,8 +18,11 @@ HEADER = "order_id,customer_id,amount,status,order_date,updated_at"
 
 
 def _evaluations(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, object]:
-    return {e.check_name: e for e in result.get_asset_check_evaluations()
-            if e.asset_key == dg.AssetKey(asset)}
+    return {
+        e.check_name: e
+        for e in result.get_asset_check_evaluations()
+        if e.asset_key == dg.AssetKey(asset)
+    }
 
 
 def _meta(evaluation) -> dict:
@@ -42,7 +45,8 @@ def test_a_day_whose_rows_are_all_quarantined_is_never_all_green(project):
     assert not share.passed and share.severity == dg.AssetCheckSeverity.ERROR
     assert share.description.startswith(
         f"{DAY}: every one of 40 raw row(s) was quarantined, nothing loaded; top reason: "
-        "updated_at: value '…' is not an ISO-8601 timestamp")
+        "updated_at: value '…' is not an ISO-8601 timestamp"
+    )
     meta = _meta(share)
     assert meta["days_loading_nothing"] == 1 and meta["quarantined"] == 40
     assert list(meta["top_reasons"].values()) == [40]
@@ -53,16 +57,18 @@ def test_a_day_whose_rows_are_all_quarantined_is_never_all_green(project):
 
 def test_a_day_above_the_threshold_warns_with_its_top_reasons(project):
     good = [f"{i},7,1.00,paid,{DAY},{DAY}T10:00:00Z" for i in range(1, 96)]
-    bad = [f"{i},7,\"1,5\",paid,{DAY},{DAY}T10:00:00Z" for i in range(96, 101)]
+    bad = [f'{i},7,"1,5",paid,{DAY},{DAY}T10:00:00Z' for i in range(96, 101)]
     _replace_day(project, good + bad)
     result = project.run_days(DAY, assets=["orders"])
     share = _evaluations(result, "orders")["quarantine_share"]
     assert not share.passed and share.severity == dg.AssetCheckSeverity.WARN
     assert share.description.startswith(f"{DAY}: 5.0% of raw rows quarantined (threshold 1.0%)")
     reasons = _meta(share)["top_reasons"]
-    assert reasons == {"amount: value '…' is not a decimal number like 12.34 (if the source "
-                       "writes decimal commas or thousands separators, declare them, e.g. "
-                       "numbers: {decimal: ',', thousands: '.'})": 5}
+    assert reasons == {
+        "amount: value '…' is not a decimal number like 12.34 (if the source "
+        "writes decimal commas or thousands separators, declare them, e.g. "
+        "numbers: {decimal: ',', thousands: '.'})": 5
+    }
     assert check_results(result)[("orders", "quarantine_share")]  # a warning, not a failure
 
 
@@ -79,15 +85,21 @@ def test_a_warn_value_rule_loads_the_rows_and_reports_counts_and_samples(project
     assert stored[sample["order_id"]] == "lost"  # loaded, not refused
     assert status.description == (
         f"1 of {meta['rows_checked']:,} row(s) break the rule status is one of placed, paid, "
-        "shipped, delivered, cancelled, refunded")
+        "shipped, delivered, cancelled, refunded"
+    )
 
 
 def _feed(tmp_path: Path, severity: str) -> tuple[dg.Definitions, LakeResource]:
     source = LandingSource(
-        name="feed", first_day=START, natural_key=("id",), partition_date="day",
-        columns=(Column(name="id", type="int64"), Column(name="day", type="date"),
-                 Column(name="qty", type="int32", rules=(Rule(min=1, max=50,
-                                                              severity=severity),))),
+        name="feed",
+        first_day=START,
+        natural_key=("id",),
+        partition_date="day",
+        columns=(
+            Column(name="id", type="int64"),
+            Column(name="day", type="date"),
+            Column(name="qty", type="int32", rules=(Rule(min=1, max=50, severity=severity),)),
+        ),
     )
     landing = tmp_path / "landing"
     folder = landing / "feed" / f"date={DAY}"
@@ -96,8 +108,10 @@ def _feed(tmp_path: Path, severity: str) -> tuple[dg.Definitions, LakeResource]:
     lake = LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / "lake"))
     checkpoint = CheckpointResource(url=f"sqlite:///{tmp_path / 'state.db'}")
     notifier = NotificationResource(base_url="http://127.0.0.1:9", token="unused")
-    defs = dg.Definitions.merge(source_definitions(source), dg.Definitions(
-        resources=default_resources(lake, checkpoint, notifier)))
+    defs = dg.Definitions.merge(
+        source_definitions(source),
+        dg.Definitions(resources=default_resources(lake, checkpoint, notifier)),
+    )
     return defs, lake
 
 
@@ -114,7 +128,8 @@ def test_a_python_declaration_yields_asset_checks_and_sensor(tmp_path):
     qty = _evaluations(first, "feed")["qty_range"]
     assert not qty.passed and qty.severity == dg.AssetCheckSeverity.ERROR
     assert _meta(qty)["offending_rows"] == 2 and qty.description.startswith(
-        "2 of 3 row(s) break the rule 1 <= qty <= 50")
+        "2 of 3 row(s) break the rule 1 <= qty <= 50"
+    )
     again = _materialize(defs, instance)
     assert materialization_metadata(again)["feed"]["committed"] is False
     assert lake.table("feed").open().version() == 0
@@ -131,7 +146,8 @@ def test_a_quarantine_rule_keeps_rows_out_and_the_check_then_passes(tmp_path):
     quarantine = read_rows(lake.table("quarantine").open()).to_pylist()
     assert sorted(q["reason"] for q in quarantine) == [
         "qty: 0 is outside the range (1 <= qty <= 50)",
-        "qty: 70 is outside the range (1 <= qty <= 50)"]
+        "qty: 70 is outside the range (1 <= qty <= 50)",
+    ]
     share = checks["quarantine_share"]
     assert not share.passed and share.severity == dg.AssetCheckSeverity.WARN
     assert checks["conservation"].passed

@@ -29,20 +29,27 @@ def _by_check(result: dg.ExecuteInProcessResult, asset: dg.AssetKey) -> dict[str
 
 def _history(instance: dg.DagsterInstance, asset: dg.AssetKey, check: str) -> list:
     return instance.event_log_storage.get_asset_check_execution_history(
-        dg.AssetCheckKey(asset, check), limit=100)
+        dg.AssetCheckKey(asset, check), limit=100
+    )
 
 
 def _checks_only(project, keys: list[str]) -> dg.ExecuteInProcessResult:
     """Run the checks of orders alone (what "Execute checks" does) over a range."""
     definitions = project.definitions()
     orders = definitions.resolve_assets_def(ORDERS)
-    job = dg.define_asset_job("orders_checks", selection=dg.AssetSelection.checks_for_assets(
-        ORDERS), partitions_def=orders.partitions_def)
+    job = dg.define_asset_job(
+        "orders_checks",
+        selection=dg.AssetSelection.checks_for_assets(ORDERS),
+        partitions_def=orders.partitions_def,
+    )
     merged = dg.Definitions.merge(definitions, dg.Definitions(jobs=[job]))
-    tags = {"dagster/asset_partition_range_start": keys[0],
-            "dagster/asset_partition_range_end": keys[-1]}
+    tags = {
+        "dagster/asset_partition_range_start": keys[0],
+        "dagster/asset_partition_range_end": keys[-1],
+    }
     return merged.resolve_job_def("orders_checks").execute_in_process(
-        instance=project.instance, tags=tags, raise_on_error=False)
+        instance=project.instance, tags=tags, raise_on_error=False
+    )
 
 
 def test_a_backfill_range_reports_every_check_for_every_day(tmp_path):
@@ -55,15 +62,17 @@ def test_a_backfill_range_reports_every_check_for_every_day(tmp_path):
         assert sorted(checks[name]) == keys, name
         assert all(e.passed for e in checks[name].values()), name
     # Each evaluation names the materialization it checked: that day's, of this run.
-    targets = {e.partition: e.target_materialization_data
-               for e in checks["rerun_equality"].values()}
+    targets = {
+        e.partition: e.target_materialization_data for e in checks["rerun_equality"].values()
+    }
     assert all(t is not None and t.run_id == result.run_id for t in targets.values()), targets
     # The metadata is the day's own: its range and rows.
     day = checks["rerun_equality"][keys[1]]
     assert day.metadata["partition_range"].value == f"[{keys[1]}, {day_keys(3)[2]})"
     stored = read_rows(project.lake.table("orders").open())
-    on_day = pc.sum(pc.equal(stored.column("order_date"),
-                             pa.scalar(dt.date.fromisoformat(keys[1])))).as_py()
+    on_day = pc.sum(
+        pc.equal(stored.column("order_date"), pa.scalar(dt.date.fromisoformat(keys[1])))
+    ).as_py()
     assert day.metadata["stored_rows"].value == on_day
     # Each check has one execution record per day, none left PLANNED.
     for name in CHECKS:
@@ -83,15 +92,18 @@ def test_a_row_changed_behind_the_lake_turns_only_its_day_red(tmp_path):
     table = project.lake.table("orders").open()
     version = table.version()
     # One order of the middle day gets another amount, written with delta-rs directly.
-    middle = date_range("order_date", dt.date.fromisoformat(keys[1]),
-                        dt.date.fromisoformat(keys[2]))
+    middle = date_range(
+        "order_date", dt.date.fromisoformat(keys[1]), dt.date.fromisoformat(keys[2])
+    )
     rows = read_rows(table, ranges=[middle])
     amounts = rows.column("amount").to_pylist()
     amounts[0] = amounts[0] + 1
-    changed = rows.set_column(rows.schema.get_field_index("amount"), "amount",
-                              pa.array(amounts, rows.schema.field("amount").type))
-    write_deltalake(table, changed, mode="overwrite",
-                    predicate=conjunction([middle]))
+    changed = rows.set_column(
+        rows.schema.get_field_index("amount"),
+        "amount",
+        pa.array(amounts, rows.schema.field("amount").type),
+    )
+    write_deltalake(table, changed, mode="overwrite", predicate=conjunction([middle]))
 
     result = _checks_only(project, keys)
     # orders' checks are blocking (defs/orders/defs.yaml): the red day fails the run.
@@ -113,9 +125,11 @@ def test_a_row_changed_behind_the_lake_turns_only_its_day_red(tmp_path):
     latest = {}
     for record in sorted(records, key=lambda r: r.create_timestamp):
         latest[record.partition] = record.status
-    assert latest == {keys[0]: AssetCheckExecutionRecordStatus.SUCCEEDED,
-                      keys[1]: AssetCheckExecutionRecordStatus.FAILED,
-                      keys[2]: AssetCheckExecutionRecordStatus.SUCCEEDED}
+    assert latest == {
+        keys[0]: AssetCheckExecutionRecordStatus.SUCCEEDED,
+        keys[1]: AssetCheckExecutionRecordStatus.FAILED,
+        keys[2]: AssetCheckExecutionRecordStatus.SUCCEEDED,
+    }
 
 
 def test_an_unpartitioned_asset_reports_one_result(tmp_path):
@@ -137,13 +151,14 @@ def test_a_key_stored_on_two_days_fails_unique_natural_key_on_both_days_only(tmp
     keys = day_keys(3)
     assert project.run_days(keys[0], keys[-1]).success
     table = project.lake.table("orders").open()
-    first = date_range("order_date", dt.date.fromisoformat(keys[0]),
-                       dt.date.fromisoformat(keys[1]))
+    first = date_range("order_date", dt.date.fromisoformat(keys[0]), dt.date.fromisoformat(keys[1]))
     row = read_rows(table, ranges=[first]).slice(0, 1)
     # The same order again, on the last day: appended with delta-rs behind the lake's back.
-    moved = row.set_column(row.schema.get_field_index("order_date"), "order_date",
-                           pa.array([dt.date.fromisoformat(keys[2])],
-                                    row.schema.field("order_date").type))
+    moved = row.set_column(
+        row.schema.get_field_index("order_date"),
+        "order_date",
+        pa.array([dt.date.fromisoformat(keys[2])], row.schema.field("order_date").type),
+    )
     write_deltalake(table, moved, mode="append")
 
     result = _checks_only(project, keys)

@@ -25,21 +25,23 @@ def test_an_updated_orders_partition_requests_its_downstream_partition_exactly_o
     assert tick.total_requested == 0  # nothing upstream yet, no history requested
 
     assert project.run_days(first, assets=["orders"]).success
-    tick = dg.evaluate_automation_conditions(defs=definitions, instance=project.instance,
-                                             cursor=tick.cursor)
+    tick = dg.evaluate_automation_conditions(
+        defs=definitions, instance=project.instance, cursor=tick.cursor
+    )
     assert _requested(tick) == {key: {first} for key in DOWNSTREAM}
     # The next tick, nothing new upstream: nothing requested again.
-    tick = dg.evaluate_automation_conditions(defs=definitions, instance=project.instance,
-                                             cursor=tick.cursor)
+    tick = dg.evaluate_automation_conditions(
+        defs=definitions, instance=project.instance, cursor=tick.cursor
+    )
     assert tick.total_requested == 0
 
     # An old day loaded late (a backfill) updates that day downstream, not only the latest.
     assert project.run_days(second, assets=["orders"]).success
     assert project.run_days(first, assets=["orders"]).success
-    tick = dg.evaluate_automation_conditions(defs=definitions, instance=project.instance,
-                                             cursor=tick.cursor)
+    tick = dg.evaluate_automation_conditions(
+        defs=definitions, instance=project.instance, cursor=tick.cursor
+    )
     assert _requested(tick) == {key: {first, second} for key in DOWNSTREAM}
-
 
 
 def test_a_landing_run_that_also_built_daily_sales_leaves_automation_nothing_to_request(tmp_path):
@@ -49,10 +51,13 @@ def test_a_landing_run_that_also_built_daily_sales_leaves_automation_nothing_to_
     definitions = project.definitions()
     tick = dg.evaluate_automation_conditions(defs=definitions, instance=project.instance)
     assert project.run_days(day, assets=["orders", "daily_sales"]).success
-    tick = dg.evaluate_automation_conditions(defs=definitions, instance=project.instance,
-                                             cursor=tick.cursor)
-    assert _requested(tick) == {dg.AssetKey("daily_sales"): set(),
-                                dg.AssetKey("notifications"): {day}}
+    tick = dg.evaluate_automation_conditions(
+        defs=definitions, instance=project.instance, cursor=tick.cursor
+    )
+    assert _requested(tick) == {
+        dg.AssetKey("daily_sales"): set(),
+        dg.AssetKey("notifications"): {day},
+    }
 
 
 CRON_SOURCE = """\
@@ -82,11 +87,14 @@ def test_a_yaml_source_takes_its_automation_condition_from_post_processing(tmp_p
     (project / "feed_defs" / "defs" / "feed" / "defs.yaml").write_text(CRON_SOURCE)
     (project / "pyproject.toml").write_text(
         '[tool.dg]\ndirectory_type = "project"\n[tool.dg.project]\n'
-        'root_module = "feed_defs"\ndefs_module = "feed_defs.defs"\n')
+        'root_module = "feed_defs"\ndefs_module = "feed_defs.defs"\n'
+    )
     sys.path.insert(0, str(project))
     try:
-        definitions = dg.Definitions.merge(dg.load_from_defs_folder(path_within_project=project),
-                                           dg.Definitions(resources=default_resources()))
+        definitions = dg.Definitions.merge(
+            dg.load_from_defs_folder(path_within_project=project),
+            dg.Definitions(resources=default_resources()),
+        )
     finally:
         sys.path.remove(str(project))
         for name in [m for m in sys.modules if m.startswith("feed_defs")]:
@@ -98,15 +106,20 @@ def test_a_yaml_source_takes_its_automation_condition_from_post_processing(tmp_p
 
     instance = dg.DagsterInstance.ephemeral()
     before = dt.datetime(2024, 3, 5, 5, 0, tzinfo=dt.UTC)
-    tick = dg.evaluate_automation_conditions(defs=definitions, instance=instance,
-                                             evaluation_time=before)
+    tick = dg.evaluate_automation_conditions(
+        defs=definitions, instance=instance, evaluation_time=before
+    )
     assert tick.total_requested == 0
     # 06:00 passed: the day that just ended is requested, once.
     after = before + dt.timedelta(hours=2)
-    tick = dg.evaluate_automation_conditions(defs=definitions, instance=instance,
-                                             cursor=tick.cursor, evaluation_time=after)
+    tick = dg.evaluate_automation_conditions(
+        defs=definitions, instance=instance, cursor=tick.cursor, evaluation_time=after
+    )
     assert set(tick.get_requested_partitions(feed)) == {"2024-03-04"}
-    tick = dg.evaluate_automation_conditions(defs=definitions, instance=instance,
-                                             cursor=tick.cursor,
-                                             evaluation_time=after + dt.timedelta(minutes=30))
+    tick = dg.evaluate_automation_conditions(
+        defs=definitions,
+        instance=instance,
+        cursor=tick.cursor,
+        evaluation_time=after + dt.timedelta(minutes=30),
+    )
     assert tick.total_requested == 0

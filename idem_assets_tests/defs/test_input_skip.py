@@ -46,8 +46,9 @@ def test_a_slice_changed_behind_the_pipeline_is_recomputed_not_skipped(project):
     assert project.run_days(key, assets=["orders"]).success
     table = project.lake.table("orders").open()
     rows = read_rows(table).slice(0, 3)
-    write_deltalake(table, rows, mode="overwrite",
-                    predicate=f"order_date = DATE '{key}'")  # test-only constant
+    write_deltalake(
+        table, rows, mode="overwrite", predicate=f"order_date = DATE '{key}'"
+    )  # test-only constant
     repaired = project.run_days(key, assets=["orders"])
     md = materialization_metadata(repaired)["orders"]
     assert md["committed"] is True and md["dagster/row_count"] > 3

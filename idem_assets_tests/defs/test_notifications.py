@@ -23,14 +23,18 @@ def server(tmp_path):
 
 
 def _wire(project, server, token="s3cret-token-for-tests"):
-    project.notifier = NotificationResource(base_url=server.url, token=token, max_retries=1,
-                                            backoff_seconds=0.01)
+    project.notifier = NotificationResource(
+        base_url=server.url, token=token, max_retries=1, backoff_seconds=0.01
+    )
     return project
 
 
 def _notable(project):
-    return sum(1 for r in project.table_rows("orders")
-               if r["status"] in NOTIFY_STATUSES and r["order_date"] == START)
+    return sum(
+        1
+        for r in project.table_rows("orders")
+        if r["status"] in NOTIFY_STATUSES and r["order_date"] == START
+    )
 
 
 def _md(result):
@@ -62,8 +66,9 @@ def test_rejected_sends_become_dead_letters_then_redrive_delivers_them(project, 
     failed = project.run_job("notifications_job", KEY)
     md = _md(failed)
     assert md["exhausted_now"] == expected and md["delivered"] == 0
-    evaluation = next(e for e in failed.get_asset_check_evaluations()
-                      if e.check_name == "no_dead_letters")
+    evaluation = next(
+        e for e in failed.get_asset_check_evaluations() if e.check_name == "no_dead_letters"
+    )
     assert not evaluation.passed
     listed = evaluation.metadata["records"].value
     assert len(listed) == min(expected, 50)
@@ -86,8 +91,9 @@ def test_retry_sensor_requests_partitions_whose_backoff_is_over(project, server)
     assert project.run_job("notifications_job", KEY, run_config=config).success
     with open_store(project.checkpoint.resolved_url) as store:
         assert store.counts(scope_of(START))[Status.FAILED.value] > 0
-    context = dg.build_sensor_context(instance=project.instance,
-                                      resources={"checkpoint": project.checkpoint})
+    context = dg.build_sensor_context(
+        instance=project.instance, resources={"checkpoint": project.checkpoint}
+    )
     assert notification_retry_sensor(context).run_requests == []  # still backing off
     time.sleep(1.1)
     requests = notification_retry_sensor(context).run_requests

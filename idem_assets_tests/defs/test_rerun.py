@@ -16,8 +16,9 @@ def _assert_unique(project, table, key):
 def test_daily_assets_twice_give_the_same_state(project, partition):
     first = project.run_days(partition)
     assert first.success
-    tables_after_first = {t: project.table_fingerprint(t) for t in
-                          ("orders", "customers", "events", "daily_sales")}
+    tables_after_first = {
+        t: project.table_fingerprint(t) for t in ("orders", "customers", "events", "daily_sales")
+    }
     versions = {t: project.version(t) for t in tables_after_first}
     second = project.run_days(partition)
     assert second.success

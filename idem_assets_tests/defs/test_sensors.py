@@ -21,8 +21,11 @@ def landing_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     cursors = json.loads(context.cursor) if context.cursor else {}
     requests, out = [], {}
     for name, sensor in SENSORS.items():
-        sub = dg.build_sensor_context(cursor=cursors.get(name), instance=context.instance,
-                                      resources={"lake": context.resources.lake})
+        sub = dg.build_sensor_context(
+            cursor=cursors.get(name),
+            instance=context.instance,
+            resources={"lake": context.resources.lake},
+        )
         result = sensor(sub)
         requests.extend(result.run_requests or [])
         out[name] = result.cursor
@@ -30,16 +33,21 @@ def landing_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
 
 
 def _tick(project, sensor, cursor):
-    context = dg.build_sensor_context(cursor=cursor, instance=project.instance,
-                                      resources={"lake": project.lake})
+    context = dg.build_sensor_context(
+        cursor=cursor, instance=project.instance, resources={"lake": project.lake}
+    )
     result = sensor(context)
     return result.run_requests or [], result.cursor
 
 
 def test_each_declared_source_has_its_sensor_in_the_code_location(project):
     names = {s.name for s in project.definitions().sensors}
-    assert {"orders_landing_sensor", "customers_landing_sensor", "events_landing_sensor",
-            "product_catalog_landing_sensor"} <= names
+    assert {
+        "orders_landing_sensor",
+        "customers_landing_sensor",
+        "events_landing_sensor",
+        "product_catalog_landing_sensor",
+    } <= names
 
 
 def test_first_tick_requests_each_source_day_once_then_nothing(project):
@@ -49,8 +57,7 @@ def test_first_tick_requests_each_source_day_once_then_nothing(project):
     assert pairs == {(s, k) for s in ("orders", "customers", "events") for k in keys}
     assert len({r.run_key for r in requests}) == len(requests) == 12
     orders_request = next(r for r in requests if r.tags["idem/source"] == "orders")
-    assert {k.to_user_string() for k in orders_request.asset_selection} == {
-        "orders", "daily_sales"}
+    assert {k.to_user_string() for k in orders_request.asset_selection} == {"orders", "daily_sales"}
     again, cursor2 = _tick(project, landing_sensor, cursor)
     assert again == []
     assert cursor2 == cursor
@@ -61,16 +68,21 @@ def test_days_before_the_first_partition_day_are_reported_not_requested(project)
     src = project.landing / "orders" / f"date={START.isoformat()}"
     shutil.copytree(src, project.landing / "orders" / f"date={early.isoformat()}")
     sensor = SENSORS["orders"]
-    first = sensor(dg.build_sensor_context(instance=project.instance,
-                                           resources={"lake": project.lake}))
+    first = sensor(
+        dg.build_sensor_context(instance=project.instance, resources={"lake": project.lake})
+    )
     assert {r.partition_key for r in first.run_requests} == set(day_keys(4))
-    quiet = sensor(dg.build_sensor_context(cursor=first.cursor, instance=project.instance,
-                                           resources={"lake": project.lake}))
+    quiet = sensor(
+        dg.build_sensor_context(
+            cursor=first.cursor, instance=project.instance, resources={"lake": project.lake}
+        )
+    )
     assert quiet.run_requests == []
     assert quiet.skip_reason is not None
     assert quiet.skip_reason.skip_message == (
         f"orders: landing day(s) {early} are before the first partition day 2024-03-01 and are "
-        "not loaded; set first_day in the source's declaration to load them")
+        "not loaded; set first_day in the source's declaration to load them"
+    )
 
 
 def test_changed_file_triggers_exactly_one_run(project):

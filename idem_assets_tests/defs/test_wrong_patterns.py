@@ -32,10 +32,12 @@ def test_insert_of_an_aggregate_per_run_duplicates_the_day(project, tmp_path):
     db.execute("CREATE TABLE daily_sales (order_date TEXT, orders INTEGER, revenue TEXT)")
     for _ in range(2):  # a rerun of the day
         total = sum(r["amount"] for r in rows if r["status"] not in ("cancelled", "refunded"))
-        db.execute("INSERT INTO daily_sales VALUES (?, ?, ?)",
-                   (START.isoformat(), len(rows), str(total)))
-    count = db.execute("SELECT count(*) FROM daily_sales WHERE order_date = ?",
-                       (START.isoformat(),)).fetchone()[0]
+        db.execute(
+            "INSERT INTO daily_sales VALUES (?, ?, ?)", (START.isoformat(), len(rows), str(total))
+        )
+    count = db.execute(
+        "SELECT count(*) FROM daily_sales WHERE order_date = ?", (START.isoformat(),)
+    ).fetchone()[0]
     assert count == 2  # the day now reports double revenue
 
     for _ in range(2):
@@ -60,8 +62,9 @@ def test_unkeyed_sends_deliver_twice_on_retry_keyed_outbox_once(tmp_path):
                 client.send(uuid.uuid4().hex, {"naive": True, **payload})
         naive = client.stats()["deliveries"]
         with open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
-            keyed = [OutboxRecord(f"o{i}", idempotency_key("ref", i), {"order_id": i})
-                     for i in range(5)]
+            keyed = [
+                OutboxRecord(f"o{i}", idempotency_key("ref", i), {"order_id": i}) for i in range(5)
+            ]
             for _ in range(2):
                 register(store, "ref", keyed, max_attempts=3)
                 drain(store, "ref", client, owner="t", lease_seconds=30, batch_size=10)
@@ -80,14 +83,20 @@ def test_hand_made_upsert_lets_a_late_older_change_win(tmp_path):
     db = sqlite3.connect(tmp_path / "naive.db")
     db.execute("CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT)")
     for row in (newer, older):  # the older change arrives late
-        db.execute("INSERT OR REPLACE INTO customers VALUES (?, ?)",
-                   (row["customer_id"], row["name"]))
+        db.execute(
+            "INSERT OR REPLACE INTO customers VALUES (?, ?)", (row["customer_id"], row["name"])
+        )
     assert db.execute("SELECT name FROM customers").fetchone()[0] == "stale"
 
     target = LakeTable(str(tmp_path / "customers"))
     for row in (newer, older):
-        merge_upsert(target, customers_table([row]), ["customer_id"],
-                     version_column="updated_at", schema=CUSTOMERS.schema)
+        merge_upsert(
+            target,
+            customers_table([row]),
+            ["customer_id"],
+            version_column="updated_at",
+            schema=CUSTOMERS.schema,
+        )
     assert [r["name"] for r in read_rows(target.open()).to_pylist()] == ["newest"]
 
 

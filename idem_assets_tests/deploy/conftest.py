@@ -32,15 +32,17 @@ class S3Bucket:
     def client(self) -> Any:
         """A boto3 client with the test's generated credentials."""
         return boto3.client(
-            "s3", endpoint_url=self.endpoint, region_name=REGION,
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
             aws_access_key_id=self.credentials["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=self.credentials["AWS_SECRET_ACCESS_KEY"],
         )
 
     def keys(self, prefix: str) -> list[str]:
         """Object keys under ``prefix``, sorted."""
-        pages = self.client().get_paginator("list_objects_v2").paginate(
-            Bucket=self.name, Prefix=prefix
+        pages = (
+            self.client().get_paginator("list_objects_v2").paginate(Bucket=self.name, Prefix=prefix)
         )
         return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
 
@@ -64,7 +66,8 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with log.open("wb") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=out, stderr=subprocess.STDOUT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     endpoint = f"http://127.0.0.1:{port}"
     try:
@@ -83,8 +86,10 @@ def _wait_until_serving(endpoint: str, server: subprocess.Popen[bytes], log: Pat
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise RuntimeError(f"moto server exited with {server.returncode}:\n"
-                               f"{log.read_text(errors='replace')[-2000:]}")
+            raise RuntimeError(
+                f"moto server exited with {server.returncode}:\n"
+                f"{log.read_text(errors='replace')[-2000:]}"
+            )
         try:
             with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
                 return
@@ -114,7 +119,8 @@ def aws_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]
 @pytest.fixture
 def s3_bucket(s3_endpoint: str, aws_env: dict[str, str]) -> S3Bucket:
     """A new bucket per test, so tests never see each other's tables."""
-    bucket = S3Bucket(endpoint=s3_endpoint, name=f"lake-{uuid.uuid4().hex[:12]}",
-                      credentials=dict(aws_env))
+    bucket = S3Bucket(
+        endpoint=s3_endpoint, name=f"lake-{uuid.uuid4().hex[:12]}", credentials=dict(aws_env)
+    )
     bucket.client().create_bucket(Bucket=bucket.name)
     return bucket

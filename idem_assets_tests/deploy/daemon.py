@@ -60,9 +60,9 @@ class SensorDaemon:
 
     def ticks(self) -> list[InstigatorTick]:
         """Ticks the instance recorded for the sensor, newest first."""
-        return list(self.instance.get_ticks(
-            self.sensor.get_remote_origin_id(), self.sensor.selector_id
-        ))
+        return list(
+            self.instance.get_ticks(self.sensor.get_remote_origin_id(), self.sensor.selector_id)
+        )
 
     def forget_cursor(self) -> None:
         """What `dagster sensor cursor --delete` does: the next tick starts from scratch."""

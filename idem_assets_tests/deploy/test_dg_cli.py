@@ -26,14 +26,26 @@ KEYS = day_keys(3)
 
 
 def _dg(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "NO_COLOR": "1",
-           "IDEM_LANDING_DIR": str(tmp_path / "landing"), "IDEM_LAKE_DIR": str(tmp_path / "lake"),
-           "IDEM_STATE_URL": f"sqlite:///{tmp_path / 'state.db'}",
-           "VIRTUAL_ENV": str(Path(sys.executable).parents[1]),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "NO_COLOR": "1",
+        "IDEM_LANDING_DIR": str(tmp_path / "landing"),
+        "IDEM_LAKE_DIR": str(tmp_path / "lake"),
+        "IDEM_STATE_URL": f"sqlite:///{tmp_path / 'state.db'}",
+        "VIRTUAL_ENV": str(Path(sys.executable).parents[1]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     (tmp_path / "home").mkdir(exist_ok=True)
-    return subprocess.run([str(DG), *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return subprocess.run(
+        [str(DG), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_dg_checks_and_lists_the_definitions(tmp_path: Path):
@@ -43,8 +55,15 @@ def test_dg_checks_and_lists_the_definitions(tmp_path: Path):
     assert done.returncode == 0, done.stderr[-2000:]
     listed = json.loads(done.stdout)
     assets = {a["asset_key"] for a in listed["assets"]}
-    assert {"orders", "customers", "events", "daily_sales", "product_catalog",
-            "notifications", "tpch_orders"} <= assets
+    assert {
+        "orders",
+        "customers",
+        "events",
+        "daily_sales",
+        "product_catalog",
+        "notifications",
+        "tpch_orders",
+    } <= assets
     checks = {c["key"] for c in listed["asset_checks"]}
     assert {"orders:rerun_equality", "daily_sales:reconciles_with_orders"} <= checks
 
@@ -55,8 +74,14 @@ def test_dg_launch_materializes_a_partition_and_a_range_with_checks_per_day(tmp_
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     table = LakeTable(str(tmp_path / "lake" / "orders"))
     assert table.open() is not None and table.open().version() == 0
-    done = _dg(tmp_path, "launch", "--assets", "orders,daily_sales",
-               "--partition-range", f"{KEYS[0]}...{KEYS[-1]}")
+    done = _dg(
+        tmp_path,
+        "launch",
+        "--assets",
+        "orders,daily_sales",
+        "--partition-range",
+        f"{KEYS[0]}...{KEYS[-1]}",
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     stored = read_rows(table.open())
     assert sorted({d.isoformat() for d in stored.column("order_date").to_pylist()}) == KEYS
@@ -64,7 +89,8 @@ def test_dg_launch_materializes_a_partition_and_a_range_with_checks_per_day(tmp_
     # The runs went into the instance of DAGSTER_HOME, with one check result per day.
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
     records = instance.event_log_storage.get_asset_check_execution_history(
-        dg.AssetCheckKey(dg.AssetKey("orders"), "rerun_equality"), limit=20)
+        dg.AssetCheckKey(dg.AssetKey("orders"), "rerun_equality"), limit=20
+    )
     by_partition: dict[str | None, list] = {}
     for record in records:
         by_partition.setdefault(record.partition, []).append(record.status)
@@ -78,12 +104,21 @@ def test_make_run_turns_the_automation_sensor_on(tmp_path: Path):
     makefile = (ROOT / "Makefile").read_text()
     assert "dagster sensor start lake_automation -w workspace.yaml" in makefile
     dagster = Path(sys.executable).with_name("dagster")
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     (tmp_path / "home").mkdir()
-    done = subprocess.run([str(dagster), "sensor", "start", "lake_automation", "-w",
-                           "workspace.yaml"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [str(dagster), "sensor", "start", "lake_automation", "-w", "workspace.yaml"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     instance = dg.DagsterInstance.from_config(str(tmp_path / "home"))
     states = {s.instigator_name: s.status.value for s in instance.all_instigator_state()}
@@ -103,5 +138,11 @@ def test_dg_dev_serves_the_project_ui(tmp_path: Path):
     finally:
         server.stop()
     assets = {"/".join(node["assetKey"]["path"]) for node in nodes}
-    assert {"orders", "customers", "events", "daily_sales", "notifications",
-            "tpch_lineitem"} <= assets
+    assert {
+        "orders",
+        "customers",
+        "events",
+        "daily_sales",
+        "notifications",
+        "tpch_lineitem",
+    } <= assets

@@ -46,9 +46,15 @@ print(json.dumps({{
 def probe() -> dict[str, list[str]]:
     """What a fresh interpreter has imported once it has imported the code location."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, "-c", _PROBE], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": path},
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": path},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -59,21 +65,46 @@ def test_the_code_location_imports_without_what_only_runs_need(probe):
 
 def test_the_code_location_still_holds_its_assets_and_checks(probe):
     assert set(probe["assets"]) >= {
-        "orders", "customers", "events", "product_catalog", "daily_sales", "notifications",
-        "events_stream", "tpch_customer", "tpch_orders", "tpch_lineitem"}
-    assert {"orders:rerun_equality", "orders:unique_natural_key",
-            "daily_sales:reconciles_with_orders",
-            "notifications:no_dead_letters"} <= set(probe["checks"])
+        "orders",
+        "customers",
+        "events",
+        "product_catalog",
+        "daily_sales",
+        "notifications",
+        "events_stream",
+        "tpch_customer",
+        "tpch_orders",
+        "tpch_lineitem",
+    }
+    assert {
+        "orders:rerun_equality",
+        "orders:unique_natural_key",
+        "daily_sales:reconciles_with_orders",
+        "notifications:no_dead_letters",
+    } <= set(probe["checks"])
 
 
 def test_a_deferred_module_is_imported_on_first_use(probe):
     assert probe["first_use"] == ["polars", True]
 
 
-@pytest.mark.parametrize("pattern", [
-    r"Customer#\d{9}", r"\d{2}-\d{3}-\d{3}-\d{4}", r"(?i)[a-z_]+", r"\p{L}+",
-    r"x*+", r"(?<=x)y", r"(?!x)y", r"(a)\1", r"\Z", r"(", r"a{2,1}", r"(?:a{1000}){1000}",
-])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"Customer#\d{9}",
+        r"\d{2}-\d{3}-\d{3}-\d{4}",
+        r"(?i)[a-z_]+",
+        r"\p{L}+",
+        r"x*+",
+        r"(?<=x)y",
+        r"(?!x)y",
+        r"(a)\1",
+        r"\Z",
+        r"(",
+        r"a{2,1}",
+        r"(?:a{1000}){1000}",
+    ],
+)
 def test_patterns_are_judged_as_polars_judges_them(pattern):
     """Declared patterns are checked without polars; the verdict must be polars' own."""
     try:

@@ -17,11 +17,20 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 
 
 def _make(home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("DAGSTER_PG_", "IDEM_", "PGPASSWORD", "MAKE"))}
-    return subprocess.run(["make", "-s", "dagster-home", f"DAGSTER_HOME={home}"], cwd=ROOT,
-                          env={**clean, **env}, capture_output=True, text=True, timeout=60,
-                          check=False)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DAGSTER_PG_", "IDEM_", "PGPASSWORD", "MAKE"))
+    }
+    return subprocess.run(
+        ["make", "-s", "dagster-home", f"DAGSTER_HOME={home}"],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_default_profile_is_the_embedded_sqlite_instance(tmp_path):
@@ -41,8 +50,9 @@ def test_postgres_profile_names_missing_settings_without_printing_values(tmp_pat
     password = f"pw-{secrets.token_hex(8)}"
     done = _make(tmp_path, IDEM_INSTANCE="postgres", DAGSTER_PG_PASSWORD=password)
     assert done.returncode != 0
-    assert "DAGSTER_PG_HOST DAGSTER_PG_DB DAGSTER_PG_USERNAME (see docs/deployment.md)" \
-        in done.stderr
+    assert (
+        "DAGSTER_PG_HOST DAGSTER_PG_DB DAGSTER_PG_USERNAME (see docs/deployment.md)" in done.stderr
+    )
     assert password not in done.stdout + done.stderr
     assert not (tmp_path / "dagster.yaml").exists()
 

@@ -41,8 +41,12 @@ RESOURCE_ENV = {
 
 def _resource_env(bucket: S3Bucket, monkeypatch: pytest.MonkeyPatch) -> None:
     """Move the settings from AWS_* to the resource's own variables."""
-    source = {"access_key_id": "AWS_ACCESS_KEY_ID", "secret_access_key": "AWS_SECRET_ACCESS_KEY",
-              "endpoint": "AWS_ENDPOINT_URL", "region": "AWS_REGION"}
+    source = {
+        "access_key_id": "AWS_ACCESS_KEY_ID",
+        "secret_access_key": "AWS_SECRET_ACCESS_KEY",
+        "endpoint": "AWS_ENDPOINT_URL",
+        "region": "AWS_REGION",
+    }
     for field, name in RESOURCE_ENV.items():
         monkeypatch.setenv(name, bucket.credentials[source[field]])
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
@@ -63,7 +67,8 @@ def test_assets_on_s3_rerun_without_new_versions(s3_bucket, tmp_path, monkeypatc
     _resource_env(s3_bucket, monkeypatch)
     generate(tmp_path / "landing", START, 3, seed=7)
     project = Project(
-        root=tmp_path, lake=_s3_lake(tmp_path / "landing", s3_bucket),
+        root=tmp_path,
+        lake=_s3_lake(tmp_path / "landing", s3_bucket),
         checkpoint=CheckpointResource(url=f"sqlite:///{tmp_path / 'state' / 'checkpoint.db'}"),
         instance=dg.DagsterInstance.ephemeral(),
     )
@@ -87,19 +92,18 @@ def test_assets_on_s3_rerun_without_new_versions(s3_bucket, tmp_path, monkeypatc
 
     # The tables really are in the bucket, one log entry per version, nothing on local disk.
     for table in TABLES:
-        log = [key for key in s3_bucket.keys(f"lake/{table}/_delta_log/")
-               if key.endswith(".json")]
+        log = [key for key in s3_bucket.keys(f"lake/{table}/_delta_log/") if key.endswith(".json")]
         assert len(log) == versions[table] + 1, log
     assert not (tmp_path / "lake").exists()
 
 
-def test_the_code_location_reaches_s3_from_the_environment_alone(s3_bucket, tmp_path,
-                                                                  monkeypatch):
+def test_the_code_location_reaches_s3_from_the_environment_alone(s3_bucket, tmp_path, monkeypatch):
     # What an operator sets: IDEM_LAKE_DIR and the standard AWS_* variables; no code.
     monkeypatch.setenv("IDEM_LAKE_DIR", f"s3://{s3_bucket.name}/lake")
     generate(tmp_path / "landing", START, 1, seed=7)
     project = Project(
-        root=tmp_path, lake=LakeResource(landing_dir=str(tmp_path / "landing")),
+        root=tmp_path,
+        lake=LakeResource(landing_dir=str(tmp_path / "landing")),
         checkpoint=CheckpointResource(url=f"sqlite:///{tmp_path / 'state' / 'checkpoint.db'}"),
         instance=dg.DagsterInstance.ephemeral(),
     )
@@ -120,8 +124,12 @@ def _overwrite_day(uri: str, day: str, first_id: int, barrier) -> tuple[int, boo
     barrier.wait()
     start = dt.date.fromisoformat(day)
     result = overwrite_partitions(
-        LakeTable(uri), _orders_of(day, first_id), "order_date", start,
-        start + dt.timedelta(days=1), schema=ORDERS.schema,
+        LakeTable(uri),
+        _orders_of(day, first_id),
+        "order_date",
+        start,
+        start + dt.timedelta(days=1),
+        schema=ORDERS.schema,
         commit_metadata={"writer": day},
     )
     return result.version, result.committed
@@ -134,8 +142,14 @@ def _race(jobs: list[tuple[str, str, int]]) -> list[tuple[int, bool]]:
 
 def test_two_concurrent_commits_to_one_s3_table_both_land(s3_bucket):
     uri = f"s3://{s3_bucket.name}/lake/orders"
-    seed = overwrite_partitions(LakeTable(uri), _orders_of("2024-03-01", 0), "order_date",
-                                dt.date(2024, 3, 1), dt.date(2024, 3, 2), schema=ORDERS.schema)
+    seed = overwrite_partitions(
+        LakeTable(uri),
+        _orders_of("2024-03-01", 0),
+        "order_date",
+        dt.date(2024, 3, 1),
+        dt.date(2024, 3, 2),
+        schema=ORDERS.schema,
+    )
     assert seed.version == 0
 
     outcomes = _race([(uri, "2024-03-02", 1000), (uri, "2024-03-03", 2000)])
@@ -143,12 +157,16 @@ def test_two_concurrent_commits_to_one_s3_table_both_land(s3_bucket):
     assert sorted(version for version, _ in outcomes) == [1, 2]
     table = DeltaTable(uri)
     assert table.version() == 2
-    expected = pa.concat_tables([_orders_of("2024-03-01", 0), _orders_of("2024-03-02", 1000),
-                                 _orders_of("2024-03-03", 2000)])
+    expected = pa.concat_tables(
+        [
+            _orders_of("2024-03-01", 0),
+            _orders_of("2024-03-02", 1000),
+            _orders_of("2024-03-03", 2000),
+        ]
+    )
     assert fingerprint(read_rows(table)) == fingerprint(expected)
     # Both commits are in the log, each once.
-    writers = [entry.get("writer") for entry in sorted(table.history(),
-                                                       key=lambda e: e["version"])]
+    writers = [entry.get("writer") for entry in sorted(table.history(), key=lambda e: e["version"])]
     assert writers[0] is None and sorted(writers[1:]) == ["2024-03-02", "2024-03-03"]
 
 

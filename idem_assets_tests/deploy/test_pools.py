@@ -24,13 +24,14 @@ BLOCKED = "Step blocked by limit for pool lake/orders"
 
 
 def _messages(instance: dg.DagsterInstance) -> list[str]:
-    return [entry.user_message
-            for run in instance.get_runs()
-            for entry in instance.all_logs(run.run_id)]
+    return [
+        entry.user_message for run in instance.get_runs() for entry in instance.all_logs(run.run_id)
+    ]
 
 
 def test_a_run_waits_while_another_writer_of_its_table_holds_the_pool(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("DAGSTER_HOME", str(home))
@@ -43,14 +44,24 @@ def test_a_run_waits_while_another_writer_of_its_table_holds_the_pool(
     held = instance.event_log_storage.claim_concurrency_slot("lake/orders", "other-run", "orders")
     assert held.is_claimed
 
-    env = {**os.environ, "DAGSTER_HOME": str(home), "NO_COLOR": "1",
-           "IDEM_LANDING_DIR": str(tmp_path / "landing"), "IDEM_LAKE_DIR": str(tmp_path / "lake"),
-           "IDEM_STATE_URL": f"sqlite:///{tmp_path / 'state.db'}",
-           "VIRTUAL_ENV": str(Path(sys.executable).parents[1]),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.Popen([str(DG), "launch", "--assets", "orders", "--partition",
-                            day_keys(1)[0]], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "NO_COLOR": "1",
+        "IDEM_LANDING_DIR": str(tmp_path / "landing"),
+        "IDEM_LAKE_DIR": str(tmp_path / "lake"),
+        "IDEM_STATE_URL": f"sqlite:///{tmp_path / 'state.db'}",
+        "VIRTUAL_ENV": str(Path(sys.executable).parents[1]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    run = subprocess.Popen(
+        [str(DG), "launch", "--assets", "orders", "--partition", day_keys(1)[0]],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while BLOCKED not in _messages(instance):

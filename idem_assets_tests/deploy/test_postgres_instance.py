@@ -69,8 +69,9 @@ def pg_instance(fresh_postgres_url, tmp_path, monkeypatch):
 
 def _project(instance: dg.DagsterInstance, root: Path) -> Project:
     """The harness project wired to the env-configured resources, as the code location is."""
-    return Project(root=root, lake=LakeResource(), checkpoint=CheckpointResource(),
-                   instance=instance)
+    return Project(
+        root=root, lake=LakeResource(), checkpoint=CheckpointResource(), instance=instance
+    )
 
 
 def test_profile_keeps_runs_events_and_schedules_in_postgres_without_the_password(pg_instance):
@@ -118,9 +119,7 @@ def test_materialize_rerun_and_checks_on_the_postgres_instance(pg_instance, tmp_
 DAILY_SENSORS = ("orders_landing_sensor", "customers_landing_sensor", "events_landing_sensor")
 
 
-def test_landing_sensor_ticks_record_runs_and_the_instance_dedupes_run_keys(
-    pg_instance, tmp_path
-):
+def test_landing_sensor_ticks_record_runs_and_the_instance_dedupes_run_keys(pg_instance, tmp_path):
     instance, _ = pg_instance
     with daemon_workspace(instance, ROOT) as workspace:
         daemons = [SensorDaemon(workspace, name) for name in DAILY_SENSORS]
@@ -158,8 +157,13 @@ def test_dagster_dev_on_the_postgres_profile_runs_what_its_sensor_requests(
     """`make run IDEM_INSTANCE=postgres`: webserver, daemon and run workers share PostgreSQL."""
     instance, _ = pg_instance
     root = tmp_path / "dev"
-    server = start_dagster_dev(root, days=1, log_path=root / "dagster-dev.log",
-                               profile=PROFILE, state_url=os.environ["IDEM_STATE_URL"])
+    server = start_dagster_dev(
+        root,
+        days=1,
+        log_path=root / "dagster-dev.log",
+        profile=PROFILE,
+        state_url=os.environ["IDEM_STATE_URL"],
+    )
     try:
         # What a person does in the UI's Automation tab: turn the landing sensor on.
         with daemon_workspace(instance, ROOT) as workspace:
@@ -172,8 +176,9 @@ def test_dagster_dev_on_the_postgres_profile_runs_what_its_sensor_requests(
                 break
             time.sleep(2)
         else:
-            raise AssertionError(f"runs not finished: {[(r.run_id, r.status) for r in runs]}\n"
-                                 f"{server.log_tail()}")
+            raise AssertionError(
+                f"runs not finished: {[(r.run_id, r.status) for r in runs]}\n{server.log_tail()}"
+            )
     finally:
         server.stop()
     assert {run.status for run in runs} == {dg.DagsterRunStatus.SUCCESS}

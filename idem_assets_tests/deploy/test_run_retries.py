@@ -45,24 +45,39 @@ def _runs(server) -> list[dict]:
 def test_a_killed_step_retried_by_the_daemon_converges_to_the_clean_lake(tmp_path: Path):
     marker = tmp_path / "crashed-once"
     server = start_dagster_dev(
-        tmp_path / "dev", days=1,
-        extra_env={"IDEM_CRASH_AT": "lake.after_commit/orders",
-                   "IDEM_CRASH_ONCE": str(marker)})
+        tmp_path / "dev",
+        days=1,
+        extra_env={"IDEM_CRASH_AT": "lake.after_commit/orders", "IDEM_CRASH_ONCE": str(marker)},
+    )
     try:
-        launched = server.graphql(_LAUNCH, {"params": {
-            "selector": {"repositoryLocationName": "idem_assets",
-                         "repositoryName": "__repository__", "jobName": "daily_lake_job"},
-            "runConfigData": {"execution": {"config": {"multiprocess": {}}}},
-            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": DAY},
-                                           {"key": "dagster/max_retries", "value": "2"}]},
-        }})["launchRun"]
+        launched = server.graphql(
+            _LAUNCH,
+            {
+                "params": {
+                    "selector": {
+                        "repositoryLocationName": "idem_assets",
+                        "repositoryName": "__repository__",
+                        "jobName": "daily_lake_job",
+                    },
+                    "runConfigData": {"execution": {"config": {"multiprocess": {}}}},
+                    "executionMetadata": {
+                        "tags": [
+                            {"key": "dagster/partition", "value": DAY},
+                            {"key": "dagster/max_retries", "value": "2"},
+                        ]
+                    },
+                }
+            },
+        )["launchRun"]
         assert launched["__typename"] == "LaunchRunSuccess", launched
         first = launched["run"]["runId"]
         deadline = time.monotonic() + RUNS_SECONDS
         while time.monotonic() < deadline:
             runs = _runs(server)
-            if any(r["status"] == "SUCCESS" for r in runs) or \
-                    sum(r["status"] == "FAILURE" for r in runs) > 2:
+            if (
+                any(r["status"] == "SUCCESS" for r in runs)
+                or sum(r["status"] == "FAILURE" for r in runs) > 2
+            ):
                 break
             time.sleep(2)
         else:
@@ -80,8 +95,7 @@ def test_a_killed_step_retried_by_the_daemon_converges_to_the_clean_lake(tmp_pat
     assert tags["dagster/retry_number"] == "1"
 
     # The lake is what one clean load of the day gives: same rows, no duplicate, none lost.
-    lake = LakeResource(landing_dir=str(server.root / "landing"),
-                        lake_dir=str(server.lake_dir))
+    lake = LakeResource(landing_dir=str(server.root / "landing"), lake_dir=str(server.lake_dir))
     clean = new_project(tmp_path / "clean", days=1)
     assert clean.run_days(DAY).success
     comparison = compare_lakes(lake, clean.lake, LAKE_TABLES)

@@ -18,8 +18,7 @@ PROBE = Path(__file__).with_name("wheel_probe.py")
 
 
 def _run(argv: list[str], cwd: Path) -> str:
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -30,11 +29,25 @@ def _build_wheel(tmp_path: Path) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(ROOT / "idem_assets", source / "idem_assets",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "idem_assets", source / "idem_assets", ignore=shutil.ignore_patterns("__pycache__")
+    )
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-          "--wheel-dir", str(dist), str(source)], tmp_path)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(dist),
+            str(source),
+        ],
+        tmp_path,
+    )
     wheels = list(dist.glob("idem_assets-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
@@ -45,8 +58,20 @@ def test_wheel_installs_into_a_fresh_venv_and_declares_what_it_imports(tmp_path)
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
     python = venv / "bin" / "python"
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-          "--no-deps", str(wheel)], tmp_path)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            str(wheel),
+        ],
+        tmp_path,
+    )
     # Dependencies come from the project's environment, appended after the venv's own
     # site-packages (a .pth path line does not run that directory's .pth files, so the
     # project's editable install stays out of the way).
@@ -62,10 +87,12 @@ def test_wheel_installs_into_a_fresh_venv_and_declares_what_it_imports(tmp_path)
     assert report["import_failures"] == {}
     assert report["undeclared"] == {}
 
-    usage = ("from idem_assets.lake import LakeTable, fingerprint, overwrite_partitions\n"
-             "from idem_assets.checkpoint import open_store\n"
-             "from idem_assets.io_manager import WriteSpec\n"
-             "from idem_assets.lib.checks import LakeCheck, standard_checks\n"
-             "spec = WriteSpec(strategy='merge', natural_key=('id',))\n"
-             "print(spec.to_metadata()['idem/strategy'])")
+    usage = (
+        "from idem_assets.lake import LakeTable, fingerprint, overwrite_partitions\n"
+        "from idem_assets.checkpoint import open_store\n"
+        "from idem_assets.io_manager import WriteSpec\n"
+        "from idem_assets.lib.checks import LakeCheck, standard_checks\n"
+        "spec = WriteSpec(strategy='merge', natural_key=('id',))\n"
+        "print(spec.to_metadata()['idem/strategy'])"
+    )
     assert _run([str(python), "-c", usage], workdir).strip().splitlines()[-1] == "merge"

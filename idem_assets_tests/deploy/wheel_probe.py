@@ -98,12 +98,16 @@ def main() -> None:
             dists = {canonicalize_name(d) for d in providers.get(name, [name])}
             if not dists & closures[extra]:
                 undeclared.setdefault(name, []).append(module)
-    print(json.dumps({
-        "package_file": package.__file__,
-        "py_typed": (root / "py.typed").is_file(),
-        "import_failures": failures,
-        "undeclared": {name: sorted(mods) for name, mods in sorted(undeclared.items())},
-    }))
+    print(
+        json.dumps(
+            {
+                "package_file": package.__file__,
+                "py_typed": (root / "py.typed").is_file(),
+                "import_failures": failures,
+                "undeclared": {name: sorted(mods) for name, mods in sorted(undeclared.items())},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

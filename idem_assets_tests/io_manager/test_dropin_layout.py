@@ -5,7 +5,6 @@ selection, unsupported types), each materialized again to show that the rerun co
 new Delta version, plus pandas and polars in and out.
 """
 
-
 from pathlib import Path
 
 import dagster as dg
@@ -110,12 +109,15 @@ def an_int() -> int:
 
 def test_an_unsupported_output_type_is_named_with_the_supported_ones(tmp_path):
     job = dg.GraphDefinition(name="not_supported", node_defs=[an_int]).to_job(
-        resource_defs={"io_manager": manager(tmp_path)})
+        resource_defs={"io_manager": manager(tmp_path)}
+    )
     result = job.execute_in_process(raise_on_error=False)
     assert not result.success
     message = result.failure_data_for_node("an_int").error.cause.message
-    assert "cannot write a int: supported types are pyarrow.Table, pyarrow.RecordBatchReader, " \
+    assert (
+        "cannot write a int: supported types are pyarrow.Table, pyarrow.RecordBatchReader, "
         "polars.DataFrame, polars.LazyFrame, pandas.DataFrame" in message
+    )
 
 
 def test_an_unsupported_input_annotation_is_named(tmp_path):
@@ -127,8 +129,9 @@ def test_an_unsupported_input_annotation_is_named(tmp_path):
     def wants_a_dict(source: dict) -> pa.Table:
         return pa.table({"a": [1]})
 
-    result = dg.materialize([source, wants_a_dict], resources={"io_manager": manager(tmp_path)},
-                            raise_on_error=False)
+    result = dg.materialize(
+        [source, wants_a_dict], resources={"io_manager": manager(tmp_path)}, raise_on_error=False
+    )
     assert not result.success
     failure = result.failure_data_for_node("wants_a_dict").error
     text = str(failure.cause.message if failure.cause else failure.message)
@@ -171,16 +174,18 @@ def test_pandas_and_polars_in_and_out(tmp_path):
 def test_tables_written_by_dagster_deltalake_are_adopted_without_a_rewrite(tmp_path):
     partitions = dg.DailyPartitionsDefinition(start_date="2022-01-01")
 
-    @dg.asset(key_prefix=["my_schema"], partitions_def=partitions,
-              metadata={"partition_expr": "day"})
+    @dg.asset(
+        key_prefix=["my_schema"], partitions_def=partitions, metadata={"partition_expr": "day"}
+    )
     def daily(context: dg.AssetExecutionContext) -> pa.Table:
         day = partitions.time_window_for_partition_key(context.partition_key).start.date()
         return pa.table({"day": [day] * 3, "n": [1, 2, 3]})
 
     official = DeltaLakePyarrowIOManager(root_uri=str(tmp_path), storage_options=LocalConfig())
     for key in ("2022-01-01", "2022-01-02"):
-        assert dg.materialize([daily], partition_key=key,
-                              resources={"io_manager": official}).success
+        assert dg.materialize(
+            [daily], partition_key=key, resources={"io_manager": official}
+        ).success
     before = version(tmp_path, "my_schema/daily")
     ours = {"io_manager": manager(tmp_path)}
     for key in ("2022-01-01", "2022-01-02"):
@@ -192,18 +197,21 @@ def test_tables_written_by_dagster_deltalake_are_adopted_without_a_rewrite(tmp_p
 
 def test_modes_other_than_overwrite_are_refused_with_the_reason(tmp_path):
     with pytest.raises(Exception, match="mode 'append' is not idempotent"):
-        IdempotentDeltaIOManager(root_uri=str(tmp_path), storage_options=LocalConfig(),
-                                 mode="append")
+        IdempotentDeltaIOManager(
+            root_uri=str(tmp_path), storage_options=LocalConfig(), mode="append"
+        )
 
     @dg.op(out=dg.Out(metadata={"schema": "a_df", "mode": "append"}))
     def appends() -> pa.Table:
         return pa.table({"a": [1]})
 
     job = dg.GraphDefinition(name="appending", node_defs=[appends]).to_job(
-        resource_defs={"io_manager": manager(tmp_path)})
+        resource_defs={"io_manager": manager(tmp_path)}
+    )
     result = job.execute_in_process(raise_on_error=False)
     assert "mode 'append' is not idempotent" in str(
-        result.failure_data_for_node("appends").error.cause.message)
+        result.failure_data_for_node("appends").error.cause.message
+    )
 
 
 def test_output_custom_metadata_and_writer_properties(tmp_path):
@@ -211,9 +219,15 @@ def test_output_custom_metadata_and_writer_properties(tmp_path):
     def tagged() -> pa.Table:
         return pa.table({"a": [1, 2, 3]})
 
-    job = dg.GraphDefinition(name="tagging", node_defs=[tagged]).to_job(resource_defs={
-        "io_manager": manager(tmp_path, custom_metadata={"team": "finance"},
-                              writer_properties={"compression": "ZSTD"})})
+    job = dg.GraphDefinition(name="tagging", node_defs=[tagged]).to_job(
+        resource_defs={
+            "io_manager": manager(
+                tmp_path,
+                custom_metadata={"team": "finance"},
+                writer_properties={"compression": "ZSTD"},
+            )
+        }
+    )
     assert job.execute_in_process().success
     stored = DeltaTable(str(tmp_path / "a_df/result"))
     last = stored.history(1)[0]
@@ -243,8 +257,7 @@ def test_commit_metadata_table_config_and_a_changed_schema(tmp_path):
     def wide() -> pa.Table:
         return pa.table({"a": [1], "b": [2]})
 
-    config = {"custom_metadata": {"team": "finance"},
-              "table_config": {"delta.appendOnly": "false"}}
+    config = {"custom_metadata": {"team": "finance"}, "table_config": {"delta.appendOnly": "false"}}
     assert dg.materialize([wide], resources={"io_manager": manager(tmp_path, **config)}).success
     stored = DeltaTable(str(tmp_path / "public/wide"))
     assert stored.history(1)[0]["team"] == "finance"
@@ -254,12 +267,15 @@ def test_commit_metadata_table_config_and_a_changed_schema(tmp_path):
     def wider() -> pa.Table:
         return pa.table({"a": [1], "b": [2], "c": [3]})
 
-    refused = dg.materialize([wider], resources={"io_manager": manager(tmp_path)},
-                             raise_on_error=False)
+    refused = dg.materialize(
+        [wider], resources={"io_manager": manager(tmp_path)}, raise_on_error=False
+    )
     assert not refused.success
-    assert "the output has column(s) c that the table does not have" in \
-        refused.failure_data_for_node("wide").error.cause.message
-    assert dg.materialize([wider], resources={
-        "io_manager": manager(tmp_path, overwrite_schema=True)}).success
-    assert read_rows(DeltaTable(str(tmp_path / "public/wide"))).column_names == [
-        "a", "b", "c"]
+    assert (
+        "the output has column(s) c that the table does not have"
+        in refused.failure_data_for_node("wide").error.cause.message
+    )
+    assert dg.materialize(
+        [wider], resources={"io_manager": manager(tmp_path, overwrite_schema=True)}
+    ).success
+    assert read_rows(DeltaTable(str(tmp_path / "public/wide"))).column_names == ["a", "b", "c"]

@@ -23,8 +23,15 @@ def test_a_settled_write_vouches_for_its_slice_until_a_commit_touches_it(tmp_pat
     first = _rows(dt.date(2024, 3, 1), 1)
     overwrite_slice(target, first, DAY1, partition_by=["day"])
     table = target.open()
-    settled = SettledWrite("r1", str(fingerprint(first)), slice_signature(table, DAY1),
-                           table.version(), 1, "inputs-1", tuple(DAY1))
+    settled = SettledWrite(
+        "r1",
+        str(fingerprint(first)),
+        slice_signature(table, DAY1),
+        table.version(),
+        1,
+        "inputs-1",
+        tuple(DAY1),
+    )
     assert unchanged_since(settled, table)
     assert same_content(settled, table, fingerprint(first), DAY1)
     assert not same_content(settled, table, fingerprint(_rows(dt.date(2024, 3, 1), 2)), DAY1)

@@ -14,8 +14,9 @@ from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets_tests.lake.rows import order, orders_table
 
 DAY = "2024-03-05"
-SPEC = WriteSpec(strategy="overwrite", partition_column="order_date", natural_key=("order_id",),
-                 dedupe=False)
+SPEC = WriteSpec(
+    strategy="overwrite", partition_column="order_date", natural_key=("order_id",), dedupe=False
+)
 
 
 def _rows(n: int) -> pa.Table:
@@ -23,8 +24,12 @@ def _rows(n: int) -> pa.Table:
 
 
 def _asset(spec: WriteSpec, rows: pa.Table, name: str = "big_orders") -> dg.AssetsDefinition:
-    @dg.asset(name=name, partitions_def=daily_partitions(dt.date(2024, 3, 1)),
-              io_manager_key="lake_io", metadata=spec.to_metadata())
+    @dg.asset(
+        name=name,
+        partitions_def=daily_partitions(dt.date(2024, 3, 1)),
+        io_manager_key="lake_io",
+        metadata=spec.to_metadata(),
+    )
     def streamed() -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(rows.schema, rows.to_batches(max_chunksize=7))
 
@@ -34,9 +39,12 @@ def _asset(spec: WriteSpec, rows: pa.Table, name: str = "big_orders") -> dg.Asse
 def _materialize(tmp_path, asset: dg.AssetsDefinition, raise_on_error: bool = True):
     lake = LakeResource(landing_dir=str(tmp_path / "landing"), lake_dir=str(tmp_path / "lake"))
     checkpoint = CheckpointResource(url=f"sqlite:///{tmp_path / 'state.db'}")
-    result = dg.materialize([asset], partition_key=DAY, raise_on_error=raise_on_error,
-                            resources={"lake_io": IdempotentDeltaIOManager(lake=lake,
-                                                                           checkpoint=checkpoint)})
+    result = dg.materialize(
+        [asset],
+        partition_key=DAY,
+        raise_on_error=raise_on_error,
+        resources={"lake_io": IdempotentDeltaIOManager(lake=lake, checkpoint=checkpoint)},
+    )
     return result, lake, checkpoint
 
 
@@ -69,13 +77,19 @@ def test_a_stream_with_a_row_of_another_day_fails_and_writes_nothing(tmp_path):
     assert lake.table("big_orders").open() is None
 
 
-@pytest.mark.parametrize("spec", [
-    WriteSpec(strategy="overwrite", partition_column="order_date", natural_key=("order_id",),
-              dedupe=True),
-    WriteSpec(strategy="merge", natural_key=("order_id",), version_column="updated_at"),
-])
-def test_a_stream_that_needs_the_whole_batch_is_read_first_and_written_as_a_table(tmp_path,
-                                                                                 spec):
+@pytest.mark.parametrize(
+    "spec",
+    [
+        WriteSpec(
+            strategy="overwrite",
+            partition_column="order_date",
+            natural_key=("order_id",),
+            dedupe=True,
+        ),
+        WriteSpec(strategy="merge", natural_key=("order_id",), version_column="updated_at"),
+    ],
+)
+def test_a_stream_that_needs_the_whole_batch_is_read_first_and_written_as_a_table(tmp_path, spec):
     rows = pa.concat_tables([_rows(5), _rows(5)])  # every order twice
     result, lake, checkpoint = _materialize(tmp_path, _asset(spec, rows))
     md = _metadata(result)
@@ -83,7 +97,8 @@ def test_a_stream_that_needs_the_whole_batch_is_read_first_and_written_as_a_tabl
     assert md["duplicates_dropped"] == 5 and md["dagster/row_count"] == 5
     stored = read_rows(lake.table("big_orders").open())
     assert sorted(stored.column("order_id").to_pylist()) == sorted(
-        _rows(5).column("order_id").to_pylist())
+        _rows(5).column("order_id").to_pylist()
+    )
     with open_store(checkpoint.resolved_url) as store:
         assert [r.status for r in store.list("lake/big_orders")] == [Status.SUCCEEDED]
 

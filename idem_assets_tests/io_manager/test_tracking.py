@@ -44,8 +44,9 @@ def test_changed_slice_is_not_trusted_from_the_checkpoint(project):
     # Someone rewrites the partition behind the pipeline's back.
     rows = read_days(project.landing, ORDERS, START, START.replace(day=2)).rows.slice(0, 5)
     table = project.lake.table("orders").open()
-    write_deltalake(table, rows, mode="overwrite",
-                    predicate=f"order_date = DATE '{KEY}'")  # test-only literal
+    write_deltalake(
+        table, rows, mode="overwrite", predicate=f"order_date = DATE '{KEY}'"
+    )  # test-only literal
     again = project.run_days(KEY)
     md = materialization_metadata(again)["orders"]
     assert md["committed"] is True  # repaired: the checkpoint proof no longer held
@@ -62,9 +63,13 @@ def test_crash_after_commit_is_reconciled_not_reapplied(project):
         claim = log.begin({"fingerprint": "unknown"})
         # The crashed run's commit: same content, with its lease token in the metadata.
         rows = read_rows(target.open())
-        write_deltalake(target.open(), rows, mode="overwrite",
-                        predicate=f"order_date = DATE '{KEY}'",  # test-only literal
-                        commit_properties=commit_properties(log.commit_metadata(claim)))
+        write_deltalake(
+            target.open(),
+            rows,
+            mode="overwrite",
+            predicate=f"order_date = DATE '{KEY}'",  # test-only literal
+            commit_properties=commit_properties(log.commit_metadata(claim)),
+        )
     crashed_version = version_before + 1
     time.sleep(1.2)  # the crashed run's lease runs out
     rerun = project.run_days(KEY)

@@ -17,8 +17,14 @@ def ts(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def order(order_id: int, day: str, status: str = "placed", amount: str = "10.00",
-          updated: str | None = None, customer_id: int = 1) -> dict:
+def order(
+    order_id: int,
+    day: str,
+    status: str = "placed",
+    amount: str = "10.00",
+    updated: str | None = None,
+    customer_id: int = 1,
+) -> dict:
     """One order row."""
     return {
         "order_id": order_id,

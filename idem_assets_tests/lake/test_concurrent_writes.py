@@ -1,6 +1,5 @@
 """Concurrent writers from separate processes converge to one clean write."""
 
-
 import pytest
 from deltalake import DeltaTable
 
@@ -18,16 +17,28 @@ def _orders():
 
 def _overwrite(uri: str, barrier) -> bool:
     barrier.wait()
-    result = overwrite_partitions(LakeTable(uri), _orders(), "order_date", day("2024-03-01"),
-                                  day("2024-03-04"), schema=ORDERS.schema)
+    result = overwrite_partitions(
+        LakeTable(uri),
+        _orders(),
+        "order_date",
+        day("2024-03-01"),
+        day("2024-03-04"),
+        schema=ORDERS.schema,
+    )
     return result.committed
 
 
 def _merge(uri: str, n: int, barrier) -> bool:
     barrier.wait()
     rows = customers_table([customer(i, f"v{i % 7}", "2024-03-01T00:00:00") for i in range(n)])
-    result = merge_upsert(LakeTable(uri), rows, ["customer_id"], version_column="updated_at",
-                          prune_columns=["customer_id"], schema=CUSTOMERS.schema)
+    result = merge_upsert(
+        LakeTable(uri),
+        rows,
+        ["customer_id"],
+        version_column="updated_at",
+        prune_columns=["customer_id"],
+        schema=CUSTOMERS.schema,
+    )
     return result.committed
 
 

@@ -9,12 +9,14 @@ from idem_assets_tests.lake.rows import order, orders_table
 
 
 def test_newest_version_wins_and_drops_are_counted():
-    rows = orders_table([
-        order(1, "2024-03-01", "placed", updated="2024-03-01T08:00:00"),
-        order(1, "2024-03-01", "shipped", updated="2024-03-01T12:00:00"),
-        order(1, "2024-03-01", "paid", updated="2024-03-01T10:00:00"),
-        order(2, "2024-03-01", "placed"),
-    ])
+    rows = orders_table(
+        [
+            order(1, "2024-03-01", "placed", updated="2024-03-01T08:00:00"),
+            order(1, "2024-03-01", "shipped", updated="2024-03-01T12:00:00"),
+            order(1, "2024-03-01", "paid", updated="2024-03-01T10:00:00"),
+            order(2, "2024-03-01", "placed"),
+        ]
+    )
     result = dedupe_newest(rows, ["order_id"], "updated_at")
     kept = {r["order_id"]: r["status"] for r in result.rows.to_pylist()}
     assert kept == {1: "shipped", 2: "placed"}
@@ -44,8 +46,9 @@ def test_exact_duplicates_are_not_conflicts():
 
 
 def test_output_is_sorted_and_independent_of_input_order():
-    rows = orders_table([order(i % 17, "2024-03-01", updated=f"2024-03-01T{i % 24:02d}:00:00")
-                         for i in range(60)])
+    rows = orders_table(
+        [order(i % 17, "2024-03-01", updated=f"2024-03-01T{i % 24:02d}:00:00") for i in range(60)]
+    )
     forward = dedupe_newest(rows, ["order_id"], "updated_at")
     backward = dedupe_newest(rows.take(pa.array(range(59, -1, -1))), ["order_id"], "updated_at")
     assert forward.rows.equals(backward.rows)

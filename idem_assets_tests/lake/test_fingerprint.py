@@ -36,8 +36,10 @@ def test_column_order_and_physical_types_do_not_matter():
 
 def test_any_value_change_or_duplicate_changes_the_fingerprint():
     table = _orders(50)
-    changed = orders_table([order(i, "2024-03-01", amount=f"{i}.25") for i in range(49)]
-                           + [order(49, "2024-03-01", amount="49.26")])
+    changed = orders_table(
+        [order(i, "2024-03-01", amount=f"{i}.25") for i in range(49)]
+        + [order(49, "2024-03-01", amount="49.26")]
+    )
     duplicated = pa.concat_tables([table, table.slice(0, 1)])
     # xor-combining would cancel a row that appears twice; the sum keeps it visible.
     doubled = pa.concat_tables([table.slice(0, 1)] * 2)
@@ -61,8 +63,9 @@ def test_stable_across_delta_file_layout(tmp_path):
 def test_count_row_differences_is_a_multiset_difference():
     table = _orders(10)
     assert count_row_differences(table, table.take([9, 8, 7, 6, 5, 4, 3, 2, 1, 0])) == 0
-    other = orders_table([order(i, "2024-03-01", amount=f"{i}.25") for i in range(8)]
-                         + [order(100, "2024-03-01")])
+    other = orders_table(
+        [order(i, "2024-03-01", amount=f"{i}.25") for i in range(8)] + [order(100, "2024-03-01")]
+    )
     # rows 8, 9 missing on the right and row 100 extra: three rows differ
     assert count_row_differences(table, other) == 3
     assert count_row_differences(table, pa.concat_tables([table, table.slice(0, 2)])) == 2

@@ -17,8 +17,9 @@ from idem_assets_tests.lake.rows import day, order, orders_table
 
 
 def _write(target, rows, start, end):
-    return overwrite_partitions(target, rows, "order_date", day(start), day(end),
-                                schema=ORDERS.schema)
+    return overwrite_partitions(
+        target, rows, "order_date", day(start), day(end), schema=ORDERS.schema
+    )
 
 
 def _days(table):
@@ -38,8 +39,9 @@ def test_rerun_commits_nothing_and_keeps_the_fingerprint(tmp_path):
 
 def test_range_overwrite_replaces_every_day_in_one_commit(tmp_path):
     target = LakeTable(str(tmp_path / "orders"))
-    three_days = orders_table([order(d * 10 + i, f"2024-03-0{d}") for d in (1, 2, 3)
-                               for i in range(3)])
+    three_days = orders_table(
+        [order(d * 10 + i, f"2024-03-0{d}") for d in (1, 2, 3) for i in range(3)]
+    )
     _write(target, three_days, "2024-03-01", "2024-03-04")
     # A new version of the range where day 2 has no rows any more: the range
     # predicate must clear day 2 too, not only the window start (the peer's bug).
@@ -53,8 +55,12 @@ def test_range_overwrite_replaces_every_day_in_one_commit(tmp_path):
 
 def test_days_outside_the_range_are_untouched(tmp_path):
     target = LakeTable(str(tmp_path / "orders"))
-    _write(target, orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
-           "2024-03-01", "2024-03-03")
+    _write(
+        target,
+        orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
+        "2024-03-01",
+        "2024-03-03",
+    )
     _write(target, orders_table([order(5, "2024-03-02", "paid")]), "2024-03-02", "2024-03-03")
     rows = {r["order_id"]: r["status"] for r in read_rows(target.open()).to_pylist()}
     assert rows == {1: "placed", 5: "paid"}
@@ -72,8 +78,12 @@ def test_rows_outside_the_range_are_refused_and_the_table_is_untouched(tmp_path)
 
 def test_empty_day_empties_only_that_partition(tmp_path):
     target = LakeTable(str(tmp_path / "orders"))
-    _write(target, orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
-           "2024-03-01", "2024-03-03")
+    _write(
+        target,
+        orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
+        "2024-03-01",
+        "2024-03-03",
+    )
     result = _write(target, orders_table([]), "2024-03-02", "2024-03-03")
     assert result.committed and result.rows_written == 0
     assert _days(target) == ["2024-03-01"]
@@ -83,8 +93,9 @@ def test_slice_fingerprint_matches_written_data(tmp_path):
     target = LakeTable(str(tmp_path / "orders"))
     rows = orders_table([order(i, "2024-03-02", amount=f"{i}.10") for i in range(40)])
     result = _write(target, rows, "2024-03-02", "2024-03-03")
-    stored = read_rows(target.open(), ranges=[date_range("order_date", day("2024-03-02"),
-                                                         day("2024-03-03"))])
+    stored = read_rows(
+        target.open(), ranges=[date_range("order_date", day("2024-03-02"), day("2024-03-03"))]
+    )
     assert fingerprint(stored) == result.fingerprint == fingerprint(rows)
     assert isinstance(stored, pa.Table)
 
@@ -93,8 +104,12 @@ def test_files_signature_moves_only_when_the_slice_is_rewritten(tmp_path):
     from idem_assets.lake import slice_signature
 
     target = LakeTable(str(tmp_path / "orders"))
-    _write(target, orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
-           "2024-03-01", "2024-03-03")
+    _write(
+        target,
+        orders_table([order(1, "2024-03-01"), order(2, "2024-03-02")]),
+        "2024-03-01",
+        "2024-03-03",
+    )
     day1 = [date_range("order_date", day("2024-03-01"), day("2024-03-02"))]
     day2 = [date_range("order_date", day("2024-03-02"), day("2024-03-03"))]
     before1, before2 = slice_signature(target.open(), day1), slice_signature(target.open(), day2)

@@ -31,8 +31,9 @@ def _days(n: int, start_id: int = 0, days: int = 2) -> pa.Table:
 
 
 def _write(target, rows, **kwargs):
-    return overwrite_stream(target, _stream(rows), "order_date", START, END,
-                            schema=ORDERS.schema, **kwargs)
+    return overwrite_stream(
+        target, _stream(rows), "order_date", START, END, schema=ORDERS.schema, **kwargs
+    )
 
 
 def _ids(target):
@@ -54,8 +55,9 @@ def test_stream_writes_what_the_table_path_writes(tmp_path):
     assert fingerprint(read_rows(streamed.open())) == fingerprint(read_rows(whole.open()))
     table = DeltaTable(streamed.uri)
     assert table.metadata().partition_columns == ["order_date"]
-    partitions = {a["partition.order_date"] for a in
-                  pa.table(table.get_add_actions(flatten=True)).to_pylist()}
+    partitions = {
+        a["partition.order_date"] for a in pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    }
     assert partitions == {dt.date(2024, 3, 1), dt.date(2024, 3, 2)}
 
 
@@ -101,8 +103,13 @@ def test_a_failing_source_leaves_the_table_and_lake_as_they_were(tmp_path):
         raise OSError("landing file vanished mid-read")
 
     with pytest.raises(OSError, match="vanished"):
-        overwrite_stream(target, pa.RecordBatchReader.from_batches(ORDERS.schema, broken()),
-                         "order_date", START, END)
+        overwrite_stream(
+            target,
+            pa.RecordBatchReader.from_batches(ORDERS.schema, broken()),
+            "order_date",
+            START,
+            END,
+        )
     assert DeltaTable(target.uri).version() == 0 and _ids(target) == list(range(8))
     assert _staging_folders(target) == before
 
@@ -114,13 +121,16 @@ def test_a_race_lost_while_streaming_is_decided_again_on_the_new_snapshot(tmp_pa
     def interleaved():
         yield from _days(4, start_id=10).to_batches(2)
         # Another run commits to the same range while this stream is still being read.
-        overwrite_partitions(LakeTable(target.uri), _days(3, start_id=70), "order_date",
-                             START, END)
+        overwrite_partitions(LakeTable(target.uri), _days(3, start_id=70), "order_date", START, END)
         yield from _days(4, start_id=30).to_batches(2)
 
-    result = overwrite_stream(target, pa.RecordBatchReader.from_batches(ORDERS.schema,
-                                                                        interleaved()),
-                              "order_date", START, END)
+    result = overwrite_stream(
+        target,
+        pa.RecordBatchReader.from_batches(ORDERS.schema, interleaved()),
+        "order_date",
+        START,
+        END,
+    )
     assert result.committed and result.version == 2
     assert _ids(target) == [10, 11, 12, 13, 30, 31, 32, 33]
 

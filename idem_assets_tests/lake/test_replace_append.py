@@ -9,11 +9,14 @@ from idem_assets_tests.lake.rows import order, orders_table
 
 
 def _catalog(prices: dict[int, str]) -> pa.Table:
-    return pa.table({
-        "product_id": pa.array(list(prices), pa.int64()),
-        "price": pa.array([__import__("decimal").Decimal(p) for p in prices.values()],
-                          pa.decimal128(18, 2)),
-    })
+    return pa.table(
+        {
+            "product_id": pa.array(list(prices), pa.int64()),
+            "price": pa.array(
+                [__import__("decimal").Decimal(p) for p in prices.values()], pa.decimal128(18, 2)
+            ),
+        }
+    )
 
 
 def test_replace_swaps_content_in_one_commit_and_skips_unchanged(tmp_path):

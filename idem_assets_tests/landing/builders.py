@@ -38,8 +38,14 @@ def orders_csv(*lines: str, header: str = ORDER_HEADER) -> str:
 
 def order(order_id: Any = 1, **overrides: Any) -> dict[str, Any]:
     """One valid orders record in JSON-friendly form, with overrides."""
-    record = {"order_id": order_id, "customer_id": 7, "amount": "12.34", "status": "paid",
-              "order_date": DAY.isoformat(), "updated_at": "2024-03-01T10:00:00Z"}
+    record = {
+        "order_id": order_id,
+        "customer_id": 7,
+        "amount": "12.34",
+        "status": "paid",
+        "order_date": DAY.isoformat(),
+        "updated_at": "2024-03-01T10:00:00Z",
+    }
     record.update(overrides)
     return record
 

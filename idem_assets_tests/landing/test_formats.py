@@ -53,18 +53,30 @@ def test_one_day_mixes_parquet_csv_and_jsonl(tmp_path):
 def test_parquet_type_drift_is_normalised(tmp_path):
     berlin = pa.array([TEN_UTC, TEN_UTC], pa.timestamp("ms", "Europe/Berlin"))
     naive = pa.array([dt.datetime(2024, 3, 1, 10)] * 2, pa.timestamp("ns"))
-    put(tmp_path, day_file("a.parquet"), parquet_bytes(_orders_table(
-        order_id=pa.array([1, 2], pa.int32()),
-        customer_id=pa.array([7.0, 8.0], pa.float64()),
-        amount=pa.array([12.34, 5.0], pa.float64()),
-        status=pa.array(["paid", "placed"]).dictionary_encode(),
-        updated_at=berlin,
-    )))
-    put(tmp_path, day_file("b.parquet"), parquet_bytes(_orders_table(
-        order_id=pa.array([3, 4], pa.uint16()),
-        amount=pa.array([Decimal("1.2000"), Decimal("3.0000")], pa.decimal128(10, 4)),
-        updated_at=naive,
-    )))
+    put(
+        tmp_path,
+        day_file("a.parquet"),
+        parquet_bytes(
+            _orders_table(
+                order_id=pa.array([1, 2], pa.int32()),
+                customer_id=pa.array([7.0, 8.0], pa.float64()),
+                amount=pa.array([12.34, 5.0], pa.float64()),
+                status=pa.array(["paid", "placed"]).dictionary_encode(),
+                updated_at=berlin,
+            )
+        ),
+    )
+    put(
+        tmp_path,
+        day_file("b.parquet"),
+        parquet_bytes(
+            _orders_table(
+                order_id=pa.array([3, 4], pa.uint16()),
+                amount=pa.array([Decimal("1.2000"), Decimal("3.0000")], pa.decimal128(10, 4)),
+                updated_at=naive,
+            )
+        ),
+    )
     batch = read_day(tmp_path)
     assert batch.quarantine.num_rows == 0
     assert column(batch, "order_id") == [1, 2, 3, 4]
@@ -76,11 +88,18 @@ def test_parquet_type_drift_is_normalised(tmp_path):
 
 def test_parquet_values_that_would_lose_precision_are_quarantined(tmp_path):
     nanos = pa.array([1_709_287_200_000_000_001, 1_709_287_200_000_000_000], pa.int64()).cast(
-        pa.timestamp("ns", "UTC"))
-    put(tmp_path, day_file("a.parquet"), parquet_bytes(_orders_table(
-        amount=pa.array([Decimal("1.2345"), Decimal("1.2300")], pa.decimal128(10, 4)),
-        updated_at=nanos,
-    )))
+        pa.timestamp("ns", "UTC")
+    )
+    put(
+        tmp_path,
+        day_file("a.parquet"),
+        parquet_bytes(
+            _orders_table(
+                amount=pa.array([Decimal("1.2345"), Decimal("1.2300")], pa.decimal128(10, 4)),
+                updated_at=nanos,
+            )
+        ),
+    )
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [2]
     [reason] = reasons(batch)
@@ -90,10 +109,16 @@ def test_parquet_values_that_would_lose_precision_are_quarantined(tmp_path):
 
 
 def test_parquet_with_wrong_types_is_quarantined_per_row(tmp_path):
-    put(tmp_path, day_file("a.parquet"), parquet_bytes(_orders_table(
-        order_date=pa.array([TEN_UTC, None], pa.timestamp("us", "UTC")),
-        status=pa.array([b"paid", b"\xff"], pa.binary()),
-    )))
+    put(
+        tmp_path,
+        day_file("a.parquet"),
+        parquet_bytes(
+            _orders_table(
+                order_date=pa.array([TEN_UTC, None], pa.timestamp("us", "UTC")),
+                status=pa.array([b"paid", b"\xff"], pa.binary()),
+            )
+        ),
+    )
     batch = read_day(tmp_path)
     assert batch.rows.num_rows == 0
     first, second = reasons(batch)
@@ -102,9 +127,14 @@ def test_parquet_with_wrong_types_is_quarantined_per_row(tmp_path):
 
 
 def test_extra_columns_are_dropped_and_reported(tmp_path):
-    put(tmp_path, day_file("a.csv"), orders_csv(
-        "1,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z,web,x",
-        header="order_id,customer_id,amount,status,order_date,updated_at,channel,note"))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(
+            "1,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z,web,x",
+            header="order_id,customer_id,amount,status,order_date,updated_at,channel,note",
+        ),
+    )
     put(tmp_path, day_file("b.jsonl"), jsonl(order(2, coupon="SPRING")))
     put(tmp_path, day_file("c.csv"), orders_csv("3,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z"))
     batch = read_day(tmp_path)
@@ -117,28 +147,41 @@ def test_extra_columns_are_dropped_and_reported(tmp_path):
 
 
 def test_columns_in_another_order_are_fine(tmp_path):
-    put(tmp_path, day_file("a.csv"), orders_csv(
-        "2024-03-01T10:00:00Z,paid,1,2024-03-01,7,1.00",
-        header="updated_at,status,order_id,order_date,customer_id,amount"))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(
+            "2024-03-01T10:00:00Z,paid,1,2024-03-01,7,1.00",
+            header="updated_at,status,order_id,order_date,customer_id,amount",
+        ),
+    )
     assert column(read_day(tmp_path), "order_id") == [1]
 
 
 def test_missing_contract_column_quarantines_the_whole_file(tmp_path):
-    put(tmp_path, day_file("a.csv"), orders_csv(
-        "1,7,paid,2024-03-01,2024-03-01T10:00:00Z",
-        "2,7,paid,2024-03-01,2024-03-01T10:00:00Z",
-        header="order_id,customer_id,status,order_date,updated_at"))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(
+            "1,7,paid,2024-03-01,2024-03-01T10:00:00Z",
+            "2,7,paid,2024-03-01,2024-03-01T10:00:00Z",
+            header="order_id,customer_id,status,order_date,updated_at",
+        ),
+    )
     put(tmp_path, day_file("b.jsonl"), jsonl({k: v for k, v in order(3).items() if k != "status"}))
     put(tmp_path, day_file("c.jsonl"), jsonl(order(4)))
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [4]
     assert reasons(batch) == [
         "file lacks contract column(s) amount (it has: order_id, customer_id, status, "
-        "order_date, updated_at)"] * 2 + [
+        "order_date, updated_at)"
+    ] * 2 + [
         "file lacks contract column(s) status (it has: order_id, customer_id, amount, "
-        "order_date, updated_at)"]
+        "order_date, updated_at)"
+    ]
     assert batch.quarantine.column("source_file").to_pylist() == [
-        "orders/date=2024-03-01/a.csv"] * 2 + ["orders/date=2024-03-01/b.jsonl"]
+        "orders/date=2024-03-01/a.csv"
+    ] * 2 + ["orders/date=2024-03-01/b.jsonl"]
 
 
 def test_a_key_missing_from_some_json_lines_is_null_there(tmp_path):
@@ -148,9 +191,14 @@ def test_a_key_missing_from_some_json_lines_is_null_there(tmp_path):
 
 
 def test_duplicate_contract_column_quarantines_the_file(tmp_path):
-    put(tmp_path, day_file("a.csv"), orders_csv(
-        "1,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z,2.00",
-        header=f"{'order_id,customer_id,amount,status,order_date,updated_at'},amount"))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(
+            "1,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z,2.00",
+            header=f"{'order_id,customer_id,amount,status,order_date,updated_at'},amount",
+        ),
+    )
     batch = read_day(tmp_path)
     [reason] = reasons(batch)
     assert reason.endswith("contract column(s) amount appear more than once")
@@ -158,23 +206,31 @@ def test_duplicate_contract_column_quarantines_the_file(tmp_path):
 
 
 def test_csv_quoting_bom_crlf_and_blank_lines(tmp_path):
-    text = ('\ufeff' + orders_csv('1,7,"1.00","pa""id",2024-03-01,2024-03-01T10:00:00Z', "",
-                                  '2,7,1.00,paid,,2024-03-01T10:00:00Z'))
+    text = "\ufeff" + orders_csv(
+        '1,7,"1.00","pa""id",2024-03-01,2024-03-01T10:00:00Z',
+        "",
+        "2,7,1.00,paid,,2024-03-01T10:00:00Z",
+    )
     put(tmp_path, day_file("a.csv"), text.replace("\n", "\r\n"))
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [1]
     assert column(batch, "status") == ['pa"id']
     assert reasons(batch) == [
-        "order_date: is null but must equal the partition folder date=2024-03-01"]
+        "order_date: is null but must equal the partition folder date=2024-03-01"
+    ]
     assert batch.quarantine.column("row_number").to_pylist() == [2]
 
 
 def test_csv_quoted_newline_stays_in_its_field(tmp_path):
     header = "customer_id,name,email,segment,updated_at"
-    put(tmp_path, day_file("a.csv", "customers"),
+    put(
+        tmp_path,
+        day_file("a.csv", "customers"),
         f'{header}\n1,"Ada\nNovak",a@example.com,smb,2024-03-01T10:00:00Z\n'
-        '2,Bo,b@example.com,smb,2024-03-01T10:00:00Z\n')
+        "2,Bo,b@example.com,smb,2024-03-01T10:00:00Z\n",
+    )
     from idem_assets.sample.sources import CUSTOMERS
+
     batch = read_day(tmp_path, CUSTOMERS)
     assert column(batch, "name") == ["Ada\nNovak", "Bo"]
 
@@ -186,15 +242,19 @@ def test_files_with_other_suffixes_and_hidden_files_are_ignored_and_reported(tmp
     put(tmp_path, day_file(".c.csv.tmp"), "half written")
     put(tmp_path, day_file("_SUCCESS"), "")
     put(tmp_path, day_file("nested/d.csv"), orders_csv())
-    put(tmp_path, day_file("UPPER.CSV"),
-        orders_csv("2,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z"))
+    put(
+        tmp_path, day_file("UPPER.CSV"), orders_csv("2,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z")
+    )
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [2, 1]
     assert [f.relpath for f in batch.files] == [
-        "orders/date=2024-03-01/UPPER.CSV", "orders/date=2024-03-01/a.csv"]
+        "orders/date=2024-03-01/UPPER.CSV",
+        "orders/date=2024-03-01/a.csv",
+    ]
     ignored = batch.ignored_files
-    assert sorted(ignored) == [day_file(n) for n in
-                               (".c.csv.tmp", "_SUCCESS", "b.csv.bz2", "nested", "notes.txt")]
+    assert sorted(ignored) == [
+        day_file(n) for n in (".c.csv.tmp", "_SUCCESS", "b.csv.bz2", "nested", "notes.txt")
+    ]
     assert ignored[day_file("notes.txt")].startswith("unsupported suffix '.txt'")
     assert ignored[day_file("_SUCCESS")].startswith("hidden file")
     assert ignored[day_file("nested")].startswith("sub-folder")
@@ -224,14 +284,21 @@ def test_a_day_without_folder_or_files_is_a_valid_empty_day(tmp_path):
 
 def test_rows_come_out_by_relpath_then_row_number(tmp_path):
     day2 = DAY + dt.timedelta(days=1)
-    put(tmp_path, day_file("b.csv"), orders_csv(
-        "20,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z",
-        "21,7,1.00,paid,2024-03-01,",
-        "22,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z"))
+    put(
+        tmp_path,
+        day_file("b.csv"),
+        orders_csv(
+            "20,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z",
+            "21,7,1.00,paid,2024-03-01,",
+            "22,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z",
+        ),
+    )
     put(tmp_path, day_file("a.jsonl"), jsonl(order(11), order(10, updated_at=None), order(12)))
-    put(tmp_path, day_file("a.csv", day=day2), orders_csv(
-        "30,7,1.00,paid,2024-03-02,",
-        "31,7,1.00,paid,2024-03-02,2024-03-01T10:00:00Z"))
+    put(
+        tmp_path,
+        day_file("a.csv", day=day2),
+        orders_csv("30,7,1.00,paid,2024-03-02,", "31,7,1.00,paid,2024-03-02,2024-03-01T10:00:00Z"),
+    )
     batch = read_days(tmp_path, ORDERS, DAY, DAY + dt.timedelta(days=2))
     assert column(batch, "order_id") == [11, 12, 20, 22, 31]
     quarantine = batch.quarantine.select(["source_file", "row_number", "partition_date"])
@@ -245,35 +312,52 @@ def test_rows_come_out_by_relpath_then_row_number(tmp_path):
 
 
 def test_the_reader_keeps_duplicates(tmp_path):
-    put(tmp_path, day_file("a.csv"), orders_csv(
-        "1,7,1.00,placed,2024-03-01,2024-03-01T10:00:00Z",
-        "1,7,1.00,placed,2024-03-01,2024-03-01T10:00:00Z",
-        "1,7,1.00,paid,2024-03-01,2024-03-01T11:00:00Z"))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(
+            "1,7,1.00,placed,2024-03-01,2024-03-01T10:00:00Z",
+            "1,7,1.00,placed,2024-03-01,2024-03-01T10:00:00Z",
+            "1,7,1.00,paid,2024-03-01,2024-03-01T11:00:00Z",
+        ),
+    )
     assert column(read_day(tmp_path), "status") == ["placed", "placed", "paid"]
 
 
 def test_json_payload_objects_become_json_text(tmp_path):
     from idem_assets.sample.sources import EVENTS
-    event = {"event_id": "e-1", "customer_id": 1, "event_type": "checkout",
-             "event_time": "2024-03-01T10:00:00Z", "ingested_at": "2024-03-01T10:00:01Z",
-             "payload": {"page": "/p/1", "items": [1, 2]}}
-    put(tmp_path, day_file("a.jsonl", "events"), jsonl(event, {**event, "event_id": "e-2",
-                                                              "payload": "plain"}))
+
+    event = {
+        "event_id": "e-1",
+        "customer_id": 1,
+        "event_type": "checkout",
+        "event_time": "2024-03-01T10:00:00Z",
+        "ingested_at": "2024-03-01T10:00:01Z",
+        "payload": {"page": "/p/1", "items": [1, 2]},
+    }
+    put(
+        tmp_path,
+        day_file("a.jsonl", "events"),
+        jsonl(event, {**event, "event_id": "e-2", "payload": "plain"}),
+    )
     batch = read_day(tmp_path, EVENTS)
     assert column(batch, "payload") == ['{"page": "/p/1", "items": [1, 2]}', "plain"]
 
 
 def test_parquet_nested_and_exotic_columns(tmp_path):
     from idem_assets.sample.sources import EVENTS
-    table = pa.table({
-        "event_id": pa.array(["e-1", "e-2"]),
-        "customer_id": pa.array([1, 2], pa.int64()),
-        "event_type": pa.array(["checkout", "purchase"]),
-        "event_time": pa.array([TEN_UTC, TEN_UTC], pa.timestamp("us", "UTC")),
-        "ingested_at": pa.array([TEN_UTC, TEN_UTC], pa.timestamp("us", "UTC")),
-        "payload": pa.array([{"page": "/p/1"}, {"page": None}]),
-        "tags": pa.array([[("a", 1)], []], pa.map_(pa.string(), pa.int64())),
-    })
+
+    table = pa.table(
+        {
+            "event_id": pa.array(["e-1", "e-2"]),
+            "customer_id": pa.array([1, 2], pa.int64()),
+            "event_type": pa.array(["checkout", "purchase"]),
+            "event_time": pa.array([TEN_UTC, TEN_UTC], pa.timestamp("us", "UTC")),
+            "ingested_at": pa.array([TEN_UTC, TEN_UTC], pa.timestamp("us", "UTC")),
+            "payload": pa.array([{"page": "/p/1"}, {"page": None}]),
+            "tags": pa.array([[("a", 1)], []], pa.map_(pa.string(), pa.int64())),
+        }
+    )
     put(tmp_path, day_file("a.parquet", "events"), parquet_bytes(table))
     batch = read_day(tmp_path, EVENTS)
     assert column(batch, "payload") == ['{"page":"/p/1"}', '{"page":null}']

@@ -28,8 +28,11 @@ END = START + dt.timedelta(days=DAYS)
 
 
 def _tree(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +51,8 @@ def test_same_seed_same_bytes_and_signatures(tmp_path, landing):
         days = list_days(root, contract)
         assert days == [START + dt.timedelta(days=k) for k in range(DAYS)]
         assert [day_signature(again, contract, d) for d in days] == [
-            day_signature(root, contract, d) for d in days]
+            day_signature(root, contract, d) for d in days
+        ]
     assert snapshot_signature(again, PRODUCT_CATALOG) == snapshot_signature(root, PRODUCT_CATALOG)
 
 
@@ -76,8 +80,11 @@ def test_every_row_is_accounted_for_and_only_planted_rows_are_quarantined(landin
     reasons = orders.quarantine.column("reason").to_pylist()
     defects = summary["defects"]
     # A row without a version cannot be stored faithfully: quarantined.
-    assert sum("updated_at: version column is null" in r for r in reasons) == defects[
-        "orders_missing_version"] == 2
+    assert (
+        sum("updated_at: version column is null" in r for r in reasons)
+        == defects["orders_missing_version"]
+        == 2
+    )
     assert total == len(reasons) == 2
     # Unknown statuses and negative amounts are business rules: loaded, for checks to report.
     rows = orders.rows.to_pylist()
@@ -119,8 +126,13 @@ def test_orders_carry_redeliveries_duplicates_and_late_files(landing):
             per_folder[day][relpath.rsplit("/", 1)[1]].append(row)
     redelivered = duplicates = late_files = late_updates = 0
     for k, (day, files) in enumerate(sorted(per_folder.items())):
-        first = {r["order_id"]: r for name in ("part-000", "part-001")
-                 for f, rows in files.items() if f.startswith(name) for r in rows}
+        first = {
+            r["order_id"]: r
+            for name in ("part-000", "part-001")
+            for f, rows in files.items()
+            if f.startswith(name)
+            for r in rows
+        }
         again = [r for f, rows in files.items() if f.startswith("part-002") for r in rows]
         for row in again:
             original = first[row["order_id"]]
@@ -130,19 +142,24 @@ def test_orders_carry_redeliveries_duplicates_and_late_files(landing):
             else:
                 assert row["updated_at"] > original["updated_at"]
                 assert row["status"] != original["status"] or row["status"] in (
-                    "cancelled", "refunded")
+                    "cancelled",
+                    "refunded",
+                )
                 redelivered += 1
         for name, rows in files.items():
             if name.startswith("late-"):
-                arrived = dt.date.fromisoformat(name[len("late-"):].split(".")[0])
+                arrived = dt.date.fromisoformat(name[len("late-") :].split(".")[0])
                 assert arrived == day + dt.timedelta(days=3)
-                assert all(r["updated_at"].date() == arrived and r["order_date"] == day
-                           for r in rows)
+                assert all(
+                    r["updated_at"].date() == arrived and r["order_date"] == day for r in rows
+                )
                 late_files += 1
                 late_updates += len(rows)
         assert k < DAYS - 3 or not any(n.startswith("late-") for n in files)
-    assert (redelivered, duplicates) == (defects["orders_redelivered"],
-                                         defects["orders_exact_duplicates"])
+    assert (redelivered, duplicates) == (
+        defects["orders_redelivered"],
+        defects["orders_exact_duplicates"],
+    )
     assert redelivered >= DAYS * 10 and duplicates >= DAYS
     assert (late_files, late_updates) == (DAYS - 3, defects["orders_late_updates"])
 
@@ -228,8 +245,10 @@ def test_generated_values_read_back_exactly(landing):
         contract = SOURCES[source]
         expected = sorted(
             tuple(row[c] for c in contract.columns)
-            for f in source_plan.files for row in f.rows
-            if source != "orders" or row["updated_at"] is not None)
+            for f in source_plan.files
+            for row in f.rows
+            if source != "orders" or row["updated_at"] is not None
+        )
         if contract.daily:
             batch = read_days(root, contract, START, END)
             got = sorted(tuple(r.values()) for r in batch.rows.to_pylist())
@@ -255,8 +274,10 @@ def test_write_late_orders_changes_only_that_partition(tmp_path):
     assert len(late) == 4 and len({r["order_id"] for r in late}) == 4
     newest_before = max(r["updated_at"] for r in old)
     existing = {r["order_id"] for r in old}
-    assert all(r["order_id"] in existing and r["updated_at"] > newest_before
-               and r["order_date"] == day for r in late)
+    assert all(
+        r["order_id"] in existing and r["updated_at"] > newest_before and r["order_date"] == day
+        for r in late
+    )
 
 
 def test_write_late_orders_is_repeatable_and_checks_its_input(tmp_path):
@@ -285,24 +306,46 @@ def test_cli_generate_inspect_and_late_orders(tmp_path, capsys):
     from idem_assets.sources.__main__ import main as source_main
 
     out = tmp_path / "landing"
-    args = ["generate", "--out", str(out), "--start", "2024-03-01", "--days", "4", "--seed", "5",
-            "--scale", "0.1"]
+    args = [
+        "generate",
+        "--out",
+        str(out),
+        "--start",
+        "2024-03-01",
+        "--days",
+        "4",
+        "--seed",
+        "5",
+        "--scale",
+        "0.1",
+    ]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["rows"]["orders"] == read_days(out, ORDERS, START, START + dt.timedelta(
-        days=4)).raw_rows
-    orders_yaml, catalog_yaml = (str(DEFS_DIR / "orders" / "defs.yaml"),
-                                 str(DEFS_DIR / "catalog" / "defs.yaml"))
-    assert source_main(["inspect", orders_yaml, "--landing", str(out), "--start", "2024-03-01",
-                        "--days", "3"]) == 0
+    assert (
+        summary["rows"]["orders"]
+        == read_days(out, ORDERS, START, START + dt.timedelta(days=4)).raw_rows
+    )
+    orders_yaml, catalog_yaml = (
+        str(DEFS_DIR / "orders" / "defs.yaml"),
+        str(DEFS_DIR / "catalog" / "defs.yaml"),
+    )
+    assert (
+        source_main(
+            ["inspect", orders_yaml, "--landing", str(out), "--start", "2024-03-01", "--days", "3"]
+        )
+        == 0
+    )
     inspected = json.loads(capsys.readouterr().out)
     assert inspected["quarantine_by_first_column"] == {"updated_at": 1}
     assert inspected["rows_breaking_rules"] == {"amount_non_negative": 1, "status_allowed": 1}
-    assert inspected["signature"] == read_days(out, ORDERS, START, START + dt.timedelta(
-        days=3)).signature
+    assert (
+        inspected["signature"]
+        == read_days(out, ORDERS, START, START + dt.timedelta(days=3)).signature
+    )
     assert source_main(["inspect", catalog_yaml, "--landing", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["files"] == [
-        "product_catalog/catalog-2024-03-01.csv"]
+        "product_catalog/catalog-2024-03-01.csv"
+    ]
     assert main(["late-orders", "--landing", str(out), "--day", "2024-03-02", "--n", "2"]) == 0
     assert Path(capsys.readouterr().out.strip()).is_file()
     assert main(["late-orders", "--landing", str(out), "--day", "2024-04-01"]) == 2

@@ -35,14 +35,16 @@ def test_signature_is_sha256_over_sorted_relpath_and_content_hash(tmp_path):
     a = put(tmp_path, day_file("a.csv"), orders_csv(ROW))
     b = put(tmp_path, day_file("b.csv"), orders_csv())
     lines = "".join(
-        f"{day_file(p.name)}\t{hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in (a, b))
+        f"{day_file(p.name)}\t{hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in (a, b)
+    )
     expected = hashlib.sha256(lines.encode()).hexdigest()
     assert day_signature(tmp_path, ORDERS, DAY) == expected
     batch = read_day(tmp_path)
     assert batch.signature == expected
     assert batch.day_signatures() == {DAY: expected}
-    assert [f.sha256 for f in batch.files] == [hashlib.sha256(p.read_bytes()).hexdigest()
-                                               for p in (a, b)]
+    assert [f.sha256 for f in batch.files] == [
+        hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b)
+    ]
 
 
 def test_no_files_means_no_signature(tmp_path):
@@ -122,16 +124,21 @@ def test_read_days_rejects_wrong_arguments(tmp_path):
 
 def test_newest_snapshot_is_the_greatest_file_name(tmp_path):
     put(tmp_path, "product_catalog/catalog-2024-03-01.csv", f"{CATALOG_HEADER}\n1,A,toys,1.00\n")
-    put(tmp_path, "product_catalog/catalog-2024-03-08.csv",
-        f"{CATALOG_HEADER}\n1,A,toys,2.00\n2,B,books,3.50\n")
+    put(
+        tmp_path,
+        "product_catalog/catalog-2024-03-08.csv",
+        f"{CATALOG_HEADER}\n1,A,toys,2.00\n2,B,books,3.50\n",
+    )
     put(tmp_path, "product_catalog/catalog-2024-03-15.parquet", b"")
     put(tmp_path, "product_catalog/.catalog-2024-03-22.csv.tmp", "half")
     batch = read_snapshot(tmp_path, PRODUCT_CATALOG)
     assert [f.relpath for f in batch.files] == ["product_catalog/catalog-2024-03-08.csv"]
     assert column(batch, "product_id") == [1, 2]
     assert (batch.start, batch.end) == (None, None)
-    assert sorted(batch.ignored_files) == ["product_catalog/.catalog-2024-03-22.csv.tmp",
-                                           "product_catalog/catalog-2024-03-15.parquet"]
+    assert sorted(batch.ignored_files) == [
+        "product_catalog/.catalog-2024-03-22.csv.tmp",
+        "product_catalog/catalog-2024-03-15.parquet",
+    ]
     before = snapshot_signature(tmp_path, PRODUCT_CATALOG)
     assert before == batch.signature
     put(tmp_path, "product_catalog/catalog-2024-03-01.csv", f"{CATALOG_HEADER}\n9,Z,toys,1\n")
@@ -143,13 +150,17 @@ def test_newest_snapshot_is_the_greatest_file_name(tmp_path):
 
 
 def test_snapshot_quarantine_has_no_partition_date(tmp_path):
-    put(tmp_path, "product_catalog/catalog-2024-03-01.csv",
-        f"{CATALOG_HEADER}\n1,A,toys,-1.00\n2,B,toys,abc\n,C,toys,1.00\n")
+    put(
+        tmp_path,
+        "product_catalog/catalog-2024-03-01.csv",
+        f"{CATALOG_HEADER}\n1,A,toys,-1.00\n2,B,toys,abc\n,C,toys,1.00\n",
+    )
     batch = read_snapshot(tmp_path, PRODUCT_CATALOG)
     assert batch.quarantine.column("partition_date").to_pylist() == [None, None]
     assert batch.quarantine.column("reason").to_pylist() == [
         "price: value 'abc' is not a decimal number like 12.34",
-        "product_id: natural key is null or blank"]
+        "product_id: natural key is null or blank",
+    ]
     # A negative price is a business rule (a WARN check), so that row loads.
     assert column(batch, "product_id") == [1]
 

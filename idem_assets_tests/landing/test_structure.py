@@ -29,8 +29,11 @@ def _good(order_id: int) -> str:
 
 
 def test_csv_row_with_wrong_field_count_is_quarantined(tmp_path):
-    put(tmp_path, day_file("a.csv"), orders_csv(_good(1), "2,7,1.00,paid,2024-03-01", _good(3),
-                                                 _good(4) + ",surplus"))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(_good(1), "2,7,1.00,paid,2024-03-01", _good(3), _good(4) + ",surplus"),
+    )
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [1, 3]
     assert reasons(batch) == [
@@ -39,13 +42,21 @@ def test_csv_row_with_wrong_field_count_is_quarantined(tmp_path):
     ]
     assert batch.quarantine.column("row_number").to_pylist() == [2, 4]
     assert json.loads(batch.quarantine.column("raw_record")[0].as_py()) == [
-        "2", "7", "1.00", "paid", "2024-03-01"]
+        "2",
+        "7",
+        "1.00",
+        "paid",
+        "2024-03-01",
+    ]
 
 
 def test_csv_row_numbers_count_records_not_lines(tmp_path):
     header = "customer_id,name,email,segment,updated_at"
-    put(tmp_path, day_file("a.csv", "customers"),
-        f'{header}\n1,"two\nlines",a@x.org,smb,2024-03-01T10:00:00Z\n2,b,b@x.org,smb\n')
+    put(
+        tmp_path,
+        day_file("a.csv", "customers"),
+        f'{header}\n1,"two\nlines",a@x.org,smb,2024-03-01T10:00:00Z\n2,b,b@x.org,smb\n',
+    )
     batch = read_day(tmp_path, CUSTOMERS)
     assert column(batch, "name") == ["two\nlines"]
     assert batch.quarantine.column("row_number").to_pylist() == [2]
@@ -62,8 +73,15 @@ def test_csv_row_with_invalid_utf8_is_quarantined(tmp_path):
 
 
 def test_jsonl_lines_that_are_not_objects_or_not_json_are_quarantined(tmp_path):
-    lines = [json.dumps(order(1)), "[1, 2]", "42", "null", '{"order_id": 5,', "not json",
-             json.dumps(order(7))]
+    lines = [
+        json.dumps(order(1)),
+        "[1, 2]",
+        "42",
+        "null",
+        '{"order_id": 5,',
+        "not json",
+        json.dumps(order(7)),
+    ]
     put(tmp_path, day_file("a.jsonl"), "\n".join(lines) + "\n")
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [1, 7]
@@ -96,8 +114,11 @@ def test_jsonl_blank_lines_are_not_rows(tmp_path):
 
 
 def test_jsonl_mixed_value_types_across_lines(tmp_path):
-    put(tmp_path, day_file("a.jsonl"), jsonl(order(1, customer_id=5), order("2", customer_id="6"),
-                                             order(3.0, customer_id=None)))
+    put(
+        tmp_path,
+        day_file("a.jsonl"),
+        jsonl(order(1, customer_id=5), order("2", customer_id="6"), order(3.0, customer_id=None)),
+    )
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [1, 2, 3]
     assert column(batch, "customer_id") == [5, 6, None]
@@ -111,7 +132,8 @@ def test_truncated_parquet_raises_naming_the_file(tmp_path):
         read_day(tmp_path)
     assert caught.value.relpath == "orders/date=2024-03-01/broken.parquet"
     assert str(caught.value).startswith(
-        "orders/date=2024-03-01/broken.parquet: not a readable Parquet file, truncated or corrupt")
+        "orders/date=2024-03-01/broken.parquet: not a readable Parquet file, truncated or corrupt"
+    )
 
 
 def test_garbage_with_parquet_suffix_raises(tmp_path):
@@ -125,13 +147,18 @@ def test_unterminated_csv_quote_raises_naming_the_file_and_row(tmp_path):
     with pytest.raises(LandingFileError) as caught:
         read_day(tmp_path)
     message = str(caught.value)
-    assert message.startswith("orders/date=2024-03-01/a.csv: unterminated quoted field in data "
-                              "row 2 (starting on line 3) swallows the rest of the file")
+    assert message.startswith(
+        "orders/date=2024-03-01/a.csv: unterminated quoted field in data "
+        "row 2 (starting on line 3) swallows the rest of the file"
+    )
 
 
 def test_a_stray_quote_inside_a_field_is_just_a_character(tmp_path):
     header = "customer_id,name,email,segment,updated_at"
-    put(tmp_path, day_file("a.csv", "customers"),
-        f'{header}\n1,Jo 5\'11",j@x.org,smb,2024-03-01T10:00:00Z\n')
+    put(
+        tmp_path,
+        day_file("a.csv", "customers"),
+        f"{header}\n1,Jo 5'11\",j@x.org,smb,2024-03-01T10:00:00Z\n",
+    )
     batch = read_day(tmp_path, CUSTOMERS)
-    assert column(batch, "name") == ['Jo 5\'11"']
+    assert column(batch, "name") == ["Jo 5'11\""]

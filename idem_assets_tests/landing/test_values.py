@@ -81,17 +81,23 @@ def test_dates_must_be_yyyy_mm_dd(tmp_path, text):
     assert reason.startswith(f"order_date: value '{text}' is not a")
 
 
-@pytest.mark.parametrize(("text", "expected"), [("123", 123), ("123.0", 123), ("+5", 5),
-                                                ("-0", 0), (" 42 ", 42)])
+@pytest.mark.parametrize(
+    ("text", "expected"), [("123", 123), ("123.0", 123), ("+5", 5), ("-0", 0), (" 42 ", 42)]
+)
 def test_integer_text_is_accepted(tmp_path, text, expected):
     put(tmp_path, day_file("a.csv"), orders_csv(f"1,{text},12.34,paid,2024-03-01,{TEN}"))
     assert column(read_day(tmp_path), "customer_id") == [expected]
 
 
-@pytest.mark.parametrize(("text", "rule"), [("123.5", "is not an integer like 12"),
-                                            ("abc", "is not an integer like 12"),
-                                            ("1e3", "is not an integer like 12"),
-                                            ("99999999999999999999", "is outside int64")])
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("123.5", "is not an integer like 12"),
+        ("abc", "is not an integer like 12"),
+        ("1e3", "is not an integer like 12"),
+        ("99999999999999999999", "is outside int64"),
+    ],
+)
 def test_non_integers_are_quarantined(tmp_path, text, rule):
     put(tmp_path, day_file("a.csv"), orders_csv(f"1,{text},12.34,paid,2024-03-01,{TEN}"))
     [reason] = reasons(read_day(tmp_path))
@@ -99,8 +105,13 @@ def test_non_integers_are_quarantined(tmp_path, text, rule):
 
 
 def test_json_numbers_for_integers(tmp_path):
-    records = [order(1, customer_id=123), order(2, customer_id=123.0), order(3, customer_id="9"),
-               order(4, customer_id=123.5), order(5, customer_id=True)]
+    records = [
+        order(1, customer_id=123),
+        order(2, customer_id=123.0),
+        order(3, customer_id="9"),
+        order(4, customer_id=123.5),
+        order(5, customer_id=True),
+    ]
     put(tmp_path, day_file("a.jsonl"), jsonl(*records))
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [1, 2, 3]
@@ -110,10 +121,17 @@ def test_json_numbers_for_integers(tmp_path):
     assert batch.quarantine.column("row_number").to_pylist() == [4, 5]
 
 
-@pytest.mark.parametrize(("text", "expected"), [("12.34", "12.34"), ("12", "12.00"),
-                                                ("12.5", "12.50"), ("12.340", "12.34"),
-                                                ("0.00", "0.00"), ("9999999999999999.99",
-                                                                   "9999999999999999.99")])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("12.34", "12.34"),
+        ("12", "12.00"),
+        ("12.5", "12.50"),
+        ("12.340", "12.34"),
+        ("0.00", "0.00"),
+        ("9999999999999999.99", "9999999999999999.99"),
+    ],
+)
 def test_money_text_is_exact(tmp_path, text, expected):
     put(tmp_path, day_file("a.csv"), orders_csv(f"1,7,{text},paid,2024-03-01,2024-03-01T10:00:00Z"))
     assert column(read_day(tmp_path), "amount") == [Decimal(expected)]
@@ -138,8 +156,13 @@ def test_money_is_never_rounded(tmp_path, text, rule):
 
 
 def test_json_money_numbers(tmp_path):
-    records = [order(1, amount=12.34), order(2, amount=12), order(3, amount="7.10"),
-               order(4, amount=12.345), order(5, amount=0.1 + 0.2)]
+    records = [
+        order(1, amount=12.34),
+        order(2, amount=12),
+        order(3, amount="7.10"),
+        order(4, amount=12.345),
+        order(5, amount=0.1 + 0.2),
+    ]
     put(tmp_path, day_file("a.jsonl"), jsonl(*records))
     batch = read_day(tmp_path)
     assert column(batch, "amount") == [Decimal("12.34"), Decimal("12.00"), Decimal("7.10")]
@@ -154,12 +177,16 @@ def test_empty_csv_fields_are_null(tmp_path):
 
 
 def test_null_key_version_and_date_are_quarantined(tmp_path):
-    put(tmp_path, day_file("a.csv"), orders_csv(
-        ",7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z",
-        "2,7,1.00,paid,2024-03-01,",
-        "3,7,1.00,paid,,2024-03-01T10:00:00Z",
-        "4,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z",
-    ))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(
+            ",7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z",
+            "2,7,1.00,paid,2024-03-01,",
+            "3,7,1.00,paid,,2024-03-01T10:00:00Z",
+            "4,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z",
+        ),
+    )
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [4]
     assert reasons(batch) == [
@@ -170,9 +197,14 @@ def test_null_key_version_and_date_are_quarantined(tmp_path):
 
 
 def test_blank_string_key_is_quarantined(tmp_path):
-    event = {"event_id": "  ", "customer_id": 1, "event_type": "checkout",
-             "event_time": "2024-03-01T10:00:00Z", "ingested_at": "2024-03-01T10:00:01Z",
-             "payload": "{}"}
+    event = {
+        "event_id": "  ",
+        "customer_id": 1,
+        "event_type": "checkout",
+        "event_time": "2024-03-01T10:00:00Z",
+        "ingested_at": "2024-03-01T10:00:01Z",
+        "payload": "{}",
+    }
     put(tmp_path, day_file("a.jsonl", "events"), jsonl(event, {**event, "event_id": "e-1"}))
     batch = read_day(tmp_path, EVENTS)
     assert column(batch, "event_id") == ["e-1"]
@@ -183,22 +215,29 @@ def test_date_outside_the_partition_folder(tmp_path):
     put(tmp_path, day_file("a.csv"), orders_csv("1,7,1.00,paid,2024-03-02,2024-03-01T10:00:00Z"))
     batch = read_day(tmp_path)
     assert reasons(batch) == [
-        "order_date: 2024-03-02 is outside the partition folder date=2024-03-01"]
+        "order_date: 2024-03-02 is outside the partition folder date=2024-03-01"
+    ]
     assert batch.quarantine.column("partition_date").to_pylist() == [DAY]
 
 
 def _strict(contract):
     """The contract with every value rule raised to severity quarantine."""
-    return dataclasses.replace(contract, rules=tuple(
-        dataclasses.replace(rule, severity="quarantine") for rule in contract.rules))
+    return dataclasses.replace(
+        contract,
+        rules=tuple(dataclasses.replace(rule, severity="quarantine") for rule in contract.rules),
+    )
 
 
 def test_value_rules_load_rows_unless_they_quarantine(tmp_path):
-    put(tmp_path, day_file("a.csv"), orders_csv(
-        "1,7,1.00,lost,2024-03-01,2024-03-01T10:00:00Z",
-        "2,7,-0.01,paid,2024-03-01,2024-03-01T10:00:00Z",
-        "3,7,1.00,PAID,2024-03-01,2024-03-01T10:00:00Z",
-    ))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(
+            "1,7,1.00,lost,2024-03-01,2024-03-01T10:00:00Z",
+            "2,7,-0.01,paid,2024-03-01,2024-03-01T10:00:00Z",
+            "3,7,1.00,PAID,2024-03-01,2024-03-01T10:00:00Z",
+        ),
+    )
     # The shipped rules are WARN checks: every row loads, values as they came.
     assert [r.severity for r in ORDERS.rules] == ["warn", "warn"]
     batch = read_day(tmp_path)
@@ -226,25 +265,40 @@ def test_every_problem_of_a_row_is_named(tmp_path):
 
 def test_oversized_csv_field_is_quarantined(tmp_path):
     big = "y" * (MAX_FIELD_BYTES + 10)
-    put(tmp_path, day_file("a.csv"), orders_csv(f"1,7,1.00,{big},2024-03-01,{TEN}",
-                                                 f"2,7,1.00,paid,2024-03-01,{TEN}"))
+    put(
+        tmp_path,
+        day_file("a.csv"),
+        orders_csv(f"1,7,1.00,{big},2024-03-01,{TEN}", f"2,7,1.00,paid,2024-03-01,{TEN}"),
+    )
     batch = read_day(tmp_path)
     assert column(batch, "order_id") == [2]
-    assert reasons(batch) == [f"status: value is {MAX_FIELD_BYTES + 10} bytes, over the "
-                              f"{MAX_FIELD_BYTES}-byte bound for one field"]
+    assert reasons(batch) == [
+        f"status: value is {MAX_FIELD_BYTES + 10} bytes, over the "
+        f"{MAX_FIELD_BYTES}-byte bound for one field"
+    ]
 
 
 def test_oversized_string_field_is_quarantined(tmp_path):
     big = "x" * (MAX_FIELD_BYTES + 1)
-    event = {"event_id": "e-1", "customer_id": 1, "event_type": "checkout",
-             "event_time": "2024-03-01T10:00:00Z", "ingested_at": "2024-03-01T10:00:01Z"}
-    put(tmp_path, day_file("a.jsonl", "events"),
-        jsonl({**event, "payload": big}, {**event, "event_id": "e-2", "payload": "ok"}))
+    event = {
+        "event_id": "e-1",
+        "customer_id": 1,
+        "event_type": "checkout",
+        "event_time": "2024-03-01T10:00:00Z",
+        "ingested_at": "2024-03-01T10:00:01Z",
+    }
+    put(
+        tmp_path,
+        day_file("a.jsonl", "events"),
+        jsonl({**event, "payload": big}, {**event, "event_id": "e-2", "payload": "ok"}),
+    )
     batch = read_day(tmp_path, EVENTS)
     assert column(batch, "event_id") == ["e-2"]
     [reason] = reasons(batch)
-    assert reason == (f"payload: value is {MAX_FIELD_BYTES + 1} bytes, over the "
-                      f"{MAX_FIELD_BYTES}-byte bound for one field")
+    assert reason == (
+        f"payload: value is {MAX_FIELD_BYTES + 1} bytes, over the "
+        f"{MAX_FIELD_BYTES}-byte bound for one field"
+    )
     raw = batch.quarantine.column("raw_record")[0].as_py()
     assert len(raw) < 2_000 and "more chars" in raw
 
@@ -254,6 +308,10 @@ def test_raw_record_holds_the_raw_values(tmp_path):
     row = read_day(tmp_path).quarantine.to_pylist()[0]
     assert row["raw_record"] == (
         '{"order_id": "1", "customer_id": "7", "amount": "12.345", "status": "paid", '
-        '"order_date": "2024-03-01", "updated_at": "2024-03-01 10:00:00"}')
+        '"order_date": "2024-03-01", "updated_at": "2024-03-01 10:00:00"}'
+    )
     assert (row["source"], row["source_file"], row["row_number"]) == (
-        "orders", "orders/date=2024-03-01/a.csv", 1)
+        "orders",
+        "orders/date=2024-03-01/a.csv",
+        1,
+    )

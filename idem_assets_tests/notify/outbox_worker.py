@@ -15,25 +15,43 @@ from idem_assets.notify.outbox import OutboxRecord, drain, register
 
 def records(n: int) -> list[OutboxRecord]:
     """The test's records: deterministic ids, keys and payloads."""
-    return [OutboxRecord(f"r{i:05d}", idempotency_key("outbox-test", i), {"i": i})
-            for i in range(n)]
+    return [
+        OutboxRecord(f"r{i:05d}", idempotency_key("outbox-test", i), {"i": i}) for i in range(n)
+    ]
 
 
 def main() -> None:
     """Register and drain, with knobs from the environment."""
     store_url, scope, server_url, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    client = NotificationClient(server_url, os.environ["IDEM_NOTIFY_TOKEN"],
-                                timeout_seconds=float(os.environ.get("TIMEOUT", "2")),
-                                max_retries=int(os.environ.get("MAX_RETRIES", "0")),
-                                backoff_seconds=0.01)
+    client = NotificationClient(
+        server_url,
+        os.environ["IDEM_NOTIFY_TOKEN"],
+        timeout_seconds=float(os.environ.get("TIMEOUT", "2")),
+        max_retries=int(os.environ.get("MAX_RETRIES", "0")),
+        backoff_seconds=0.01,
+    )
     with open_store(store_url) as store:
         register(store, scope, records(n), max_attempts=int(os.environ.get("MAX_ATTEMPTS", "5")))
-        report = drain(store, scope, client, owner=f"worker-{os.getpid()}",
-                       lease_seconds=float(os.environ.get("LEASE", "2")),
-                       batch_size=int(os.environ.get("BATCH", "10")),
-                       retry_in_seconds=float(os.environ.get("RETRY_IN", "0")))
-    print(json.dumps({"delivered": report.delivered, "already": report.already_delivered,
-                      "failed": report.failed, "exhausted": report.exhausted}), flush=True)
+        report = drain(
+            store,
+            scope,
+            client,
+            owner=f"worker-{os.getpid()}",
+            lease_seconds=float(os.environ.get("LEASE", "2")),
+            batch_size=int(os.environ.get("BATCH", "10")),
+            retry_in_seconds=float(os.environ.get("RETRY_IN", "0")),
+        )
+    print(
+        json.dumps(
+            {
+                "delivered": report.delivered,
+                "already": report.already_delivered,
+                "failed": report.failed,
+                "exhausted": report.exhausted,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -19,8 +19,10 @@ from idem_assets.notify import Faults, NotificationClient
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = [pytest.param("sqlite", id="sqlite"),
-            pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -32,12 +34,26 @@ def store_url(request, tmp_path) -> str:
 
 
 def _worker(store_url, server, token, n, **env) -> subprocess.Popen:
-    environment = {**os.environ, "IDEM_NOTIFY_TOKEN": token,
-                   **{k.upper(): str(v) for k, v in env.items()}}
+    environment = {
+        **os.environ,
+        "IDEM_NOTIFY_TOKEN": token,
+        **{k.upper(): str(v) for k, v in env.items()},
+    }
     return subprocess.Popen(
-        [sys.executable, "-m", "idem_assets_tests.notify.outbox_worker",
-         store_url, "notifications/test", server.url, str(n)],
-        cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "idem_assets_tests.notify.outbox_worker",
+            store_url,
+            "notifications/test",
+            server.url,
+            str(n),
+        ],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -95,8 +111,15 @@ def test_concurrent_workers_never_double_deliver(store_url, start_server, token,
 
 def test_faulty_server_ends_delivered_once_or_dead_lettered(store_url, start_server, token):
     n = 80
-    server = start_server(faults=Faults(error_rate=0.3, error_after_delivery_rate=0.1,
-                                        latency_ms=10, latency_jitter_ms=10, seed=3))
+    server = start_server(
+        faults=Faults(
+            error_rate=0.3,
+            error_after_delivery_rate=0.1,
+            latency_ms=10,
+            latency_jitter_ms=10,
+            seed=3,
+        )
+    )
     # Several separate worker runs (restarts), each with no in-attempt retries, so every
     # failure costs a tracked attempt; max_attempts must hold across the restarts.
     for _ in range(6):

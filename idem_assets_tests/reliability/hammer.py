@@ -75,5 +75,6 @@ def main(url: str, scope: str, batches: int) -> None:
             if not claims and next_batch >= batches:
                 time.sleep(LEASE_SECONDS / 3)  # only a dead life's leases are left to expire
 
+
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

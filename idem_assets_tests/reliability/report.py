@@ -20,8 +20,15 @@ from typing import Any
 REPORT_DIR = Path(__file__).resolve().parents[2] / "test-artifacts" / "reliability"
 # Set by `make reliability` to name the session's results file.
 RESULTS_ENV = "IDEM_RELIABILITY_RESULTS"
-COLUMNS = ("suite", "scenario", "runs", "faults injected", "final state equal", "duplicates",
-           "lost rows")
+COLUMNS = (
+    "suite",
+    "scenario",
+    "runs",
+    "faults injected",
+    "final state equal",
+    "duplicates",
+    "lost rows",
+)
 _TEXT_FAULTS_WIDTH = 72
 
 
@@ -44,9 +51,15 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
 
 def cells(row: dict[str, Any]) -> list[str]:
     """A row's values in column order."""
-    return [row["suite"], row["scenario"], str(row["runs"]), row["faults"],
-            "yes" if row["final_state_equal"] else "NO", str(row["duplicates"]),
-            str(row["lost_rows"])]
+    return [
+        row["suite"],
+        row["scenario"],
+        str(row["runs"]),
+        row["faults"],
+        "yes" if row["final_state_equal"] else "NO",
+        str(row["duplicates"]),
+        str(row["lost_rows"]),
+    ]
 
 
 def holds(row: dict[str, Any]) -> bool:
@@ -67,13 +80,20 @@ def render(rows: Sequence[dict[str, Any]], markdown: bool) -> str:
         widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(COLUMNS)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(COLUMNS, widths, strict=True))]
         lines.append("  ".join("-" * w for w in widths))
-        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-                  for row in table]
+        lines += [
+            "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            for row in table
+        ]
     broken = [r["scenario"] for r in rows if not holds(r)]
     lines.append("")
-    lines.append(f"{len(rows)} scenarios, {sum(r['runs'] for r in rows)} runs: "
-                 + ("every final state equal to its clean run, no duplicates, no lost rows"
-                    if not broken else f"BROKEN: {', '.join(broken)}"))
+    lines.append(
+        f"{len(rows)} scenarios, {sum(r['runs'] for r in rows)} runs: "
+        + (
+            "every final state equal to its clean run, no duplicates, no lost rows"
+            if not broken
+            else f"BROKEN: {', '.join(broken)}"
+        )
+    )
     return "\n".join(lines)
 
 

@@ -44,12 +44,24 @@ def definitions(spec: dict[str, Any]) -> dg.Definitions:
     checkpoint = CheckpointResource(url=spec["state_url"])
     notifier = NotificationResource(
         base_url=spec.get("notify_url", "http://127.0.0.1:9"),
-        token=dg.EnvVar(NOTIFY_TOKEN_ENV), max_retries=1, backoff_seconds=0.01)
+        token=dg.EnvVar(NOTIFY_TOKEN_ENV),
+        max_retries=1,
+        backoff_seconds=0.01,
+    )
     io_manager = IdempotentDeltaIOManager(
-        lake=lake, checkpoint=checkpoint,
-        write_lease_seconds=float(spec.get("write_lease_seconds", 60.0)))
-    return build_definitions({"lake": lake, "checkpoint": checkpoint, "notifier": notifier,
-                              "spark": SparkResource(), LAKE_IO_MANAGER_KEY: io_manager})
+        lake=lake,
+        checkpoint=checkpoint,
+        write_lease_seconds=float(spec.get("write_lease_seconds", 60.0)),
+    )
+    return build_definitions(
+        {
+            "lake": lake,
+            "checkpoint": checkpoint,
+            "notifier": notifier,
+            "spark": SparkResource(),
+            LAKE_IO_MANAGER_KEY: io_manager,
+        }
+    )
 
 
 def failures(result: dg.ExecuteInProcessResult) -> list[str]:
@@ -66,23 +78,33 @@ def failures(result: dg.ExecuteInProcessResult) -> list[str]:
     return messages
 
 
-def execute(defs: dg.Definitions, spec: dict[str, Any], run: str | list[str],
-            run_id: str | None) -> dict[str, Any]:
+def execute(
+    defs: dg.Definitions, spec: dict[str, Any], run: str | list[str], run_id: str | None
+) -> dict[str, Any]:
     """Execute the spec's job for one partition or one range; summarise the outcome."""
     job = defs.resolve_job_def(spec["job"])
     selection = [dg.AssetKey(a) for a in spec["assets"]] if spec.get("assets") else None
-    kwargs: dict[str, Any] = {"partition_key": run} if isinstance(run, str) else {
-        "tags": {RANGE_START_TAG: run[0], RANGE_END_TAG: run[1]}}
-    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(),
-                                    run_config=spec.get("run_config"), asset_selection=selection,
-                                    raise_on_error=False, run_id=run_id, **kwargs)
+    kwargs: dict[str, Any] = (
+        {"partition_key": run}
+        if isinstance(run, str)
+        else {"tags": {RANGE_START_TAG: run[0], RANGE_END_TAG: run[1]}}
+    )
+    result = job.execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(),
+        run_config=spec.get("run_config"),
+        asset_selection=selection,
+        raise_on_error=False,
+        run_id=run_id,
+        **kwargs,
+    )
     return {
         "run": run,
         "run_id": result.run_id,
         "success": result.success,
         "assets": materialization_metadata(result),
-        "checks": {f"{asset}:{check}": passed
-                   for (asset, check), passed in check_results(result).items()},
+        "checks": {
+            f"{asset}:{check}": passed for (asset, check), passed in check_results(result).items()
+        },
         "warnings": sorted(f"{asset}:{check}" for asset, check in warnings(result)),
         "errors": failures(result),
     }
@@ -96,8 +118,9 @@ def main(spec: dict[str, Any]) -> None:
         while not Path(spec["go_file"]).exists():
             time.sleep(0.005)
     run_ids = spec.get("run_ids") or [None] * len(spec["runs"])
-    outcomes = [execute(defs, spec, run, run_id)
-                for run, run_id in zip(spec["runs"], run_ids, strict=True)]
+    outcomes = [
+        execute(defs, spec, run, run_id) for run, run_id in zip(spec["runs"], run_ids, strict=True)
+    ]
     partial = Path(f"{spec['result']}.partial")
     partial.write_text(json.dumps({"pid": os.getpid(), "runs": outcomes}, default=str))
     partial.replace(spec["result"])

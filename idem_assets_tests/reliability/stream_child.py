@@ -23,19 +23,26 @@ LEASE_SECONDS = 1.0
 DEADLINE_SECONDS = 60.0
 
 
-def ingester(store: CheckpointStore, landing: str, lake: str,
-             observe: bool = True) -> StreamIngester:
+def ingester(
+    store: CheckpointStore, landing: str, lake: str, observe: bool = True
+) -> StreamIngester:
     """The events stream ingester over a landing folder and lake."""
-    settings = StreamSettings(max_files_per_batch=FILES_PER_BATCH, max_batches_per_run=100,
-                              lease_seconds=LEASE_SECONDS)
+    settings = StreamSettings(
+        max_files_per_batch=FILES_PER_BATCH, max_batches_per_run=100, lease_seconds=LEASE_SECONDS
+    )
 
     def observer(step: StreamStep) -> None:
         crash_point(f"stream.{step.step}")
 
-    return StreamIngester(store, EVENTS_STREAM, landing,
-                          LakeTable(str(Path(lake) / EVENTS_STREAM.name)),
-                          LakeTable(str(Path(lake) / "quarantine")), settings=settings,
-                          observer=observer if observe else None)
+    return StreamIngester(
+        store,
+        EVENTS_STREAM,
+        landing,
+        LakeTable(str(Path(lake) / EVENTS_STREAM.name)),
+        LakeTable(str(Path(lake) / "quarantine")),
+        settings=settings,
+        observer=observer if observe else None,
+    )
 
 
 def drain(landing: str, lake: str, url: str, observe: bool = True) -> int:

@@ -15,8 +15,10 @@ from idem_assets_tests.reliability.runner import failures
 from idem_assets_tests.reliability.world import NATURAL_KEYS, project_at, record_row
 
 KEY = DAY.isoformat()
-GOOD_KEYS = {"orders": {r["order_id"] for r in GOOD_ORDERS},
-             "events": {r["event_id"] for r in GOOD_EVENTS}}
+GOOD_KEYS = {
+    "orders": {r["order_id"] for r in GOOD_ORDERS},
+    "events": {r["event_id"] for r in GOOD_EVENTS},
+}
 
 
 def state(project: Project, table: str) -> tuple[int, str] | None:
@@ -37,8 +39,9 @@ def quarantined(project: Project, source: str) -> dict[tuple[str, int], str]:
 
 def conservation(result) -> dict:
     """The conservation check's metadata of a run."""
-    evaluation = next(e for e in result.get_asset_check_evaluations()
-                      if e.check_name == "conservation")
+    evaluation = next(
+        e for e in result.get_asset_check_evaluations() if e.check_name == "conservation"
+    )
     assert evaluation.passed, evaluation.metadata
     return {k: v.value for k, v in evaluation.metadata.items()}
 
@@ -63,19 +66,35 @@ def test_bad_input_follows_the_policy(case, tmp_path):
         assert any(p in errors for p in relpaths), errors
         assert case.error.lower() in errors.lower(), errors
         untouched = {t: state(project, t) for t in before} == before
-        record_row("bad_input", case.name, runs=2, faults=case.problem, equal=untouched,
-                   duplicates=0, lost=0, outcome="error, tables untouched",
-                   error=errors.rsplit(" <- ", 1)[-1][:200])
+        record_row(
+            "bad_input",
+            case.name,
+            runs=2,
+            faults=case.problem,
+            equal=untouched,
+            duplicates=0,
+            lost=0,
+            outcome="error, tables untouched",
+            error=errors.rsplit(" <- ", 1)[-1][:200],
+        )
         assert untouched
         return
 
     assert result.success, failures(result)
-    checks = {(e.asset_key.to_user_string(), e.check_name): e
-              for e in result.get_asset_check_evaluations()}
-    warned = {name for (_, name), e in checks.items()
-              if not e.passed and e.severity == dg.AssetCheckSeverity.WARN}
-    failed = {name for (_, name), e in checks.items()
-              if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR}
+    checks = {
+        (e.asset_key.to_user_string(), e.check_name): e
+        for e in result.get_asset_check_evaluations()
+    }
+    warned = {
+        name
+        for (_, name), e in checks.items()
+        if not e.passed and e.severity == dg.AssetCheckSeverity.WARN
+    }
+    failed = {
+        name
+        for (_, name), e in checks.items()
+        if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
+    }
     assert checks and not failed, failed
     share = {"quarantine_share"} if case.quarantined else set()
     assert warned == {case.warns} - {None} | share, warned
@@ -83,19 +102,31 @@ def test_bad_input_follows_the_policy(case, tmp_path):
     table = read_rows(project.lake.table(case.source).open())
     keys = table.column(NATURAL_KEYS[case.source][0]).to_pylist()
     stored = quarantined(project, case.source)
-    expected = {(f"{case.source}/date={KEY}/{name}", row): text
-                for (name, row), text in case.quarantined.items()}
+    expected = {
+        (f"{case.source}/date={KEY}/{name}", row): text
+        for (name, row), text in case.quarantined.items()
+    }
     metadata = json.dumps(materialization_metadata(result)[case.source], default=str)
     by_key = {r[NATURAL_KEYS[case.source][0]]: r for r in table.to_pylist()}
     values = {k: {c: by_key.get(k, {}).get(c) for c in cols} for k, cols in case.values.items()}
-    equal = (set(keys) == GOOD_KEYS[case.source] | set(case.loads)
-             and set(stored) == set(expected)
-             and all(expected[k] in stored[k] for k in expected)
-             and case.reported in metadata and values == case.values)
-    record_row("bad_input", case.name, runs=2, faults=case.problem, equal=equal,
-               duplicates=len(keys) - len(set(keys)), lost=accounting["unaccounted"],
-               outcome=f"{len(stored)} quarantined, {len(set(keys))} loaded",
-               reasons=sorted(set(stored.values()))[:3])
+    equal = (
+        set(keys) == GOOD_KEYS[case.source] | set(case.loads)
+        and set(stored) == set(expected)
+        and all(expected[k] in stored[k] for k in expected)
+        and case.reported in metadata
+        and values == case.values
+    )
+    record_row(
+        "bad_input",
+        case.name,
+        runs=2,
+        faults=case.problem,
+        equal=equal,
+        duplicates=len(keys) - len(set(keys)),
+        lost=accounting["unaccounted"],
+        outcome=f"{len(stored)} quarantined, {len(set(keys))} loaded",
+        reasons=sorted(set(stored.values()))[:3],
+    )
     assert set(keys) == GOOD_KEYS[case.source] | set(case.loads)
     assert len(keys) == len(set(keys))
     assert set(stored) == set(expected), stored

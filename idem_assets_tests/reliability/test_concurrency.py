@@ -50,15 +50,17 @@ def start_together(children: list[Child], ready: list[Path], go: Path) -> list[C
     return [child.wait() for child in children]
 
 
-def race(project: Project, work: Path, runs_per_child: list[list[str | list[str]]]
-         ) -> list[ChildOutcome]:
+def race(
+    project: Project, work: Path, runs_per_child: list[list[str | list[str]]]
+) -> list[ChildOutcome]:
     """One child per entry, each executing its runs in order, all released at once."""
     go = work / "go"
     children, ready = [], []
     for n, runs in enumerate(runs_per_child):
         ready.append(work / f"ready-{n}")
-        children.append(spawn_runs(project, work, JOB, runs, go_file=str(go),
-                                   ready_file=str(ready[-1])))
+        children.append(
+            spawn_runs(project, work, JOB, runs, go_file=str(go), ready_file=str(ready[-1]))
+        )
     return start_together(children, ready, go)
 
 
@@ -88,35 +90,56 @@ def verify_rerun_is_a_no_op(project: Project, first: str, last: str | None = Non
     assert again.success
     metadata = materialization_metadata(again)
     assert {asset: m["committed"] for asset, m in metadata.items()} == {
-        asset: False for asset in DAILY_TABLES}
+        asset: False for asset in DAILY_TABLES
+    }
     assert unsettled_lake_records(project.checkpoint.resolved_url) == []
 
 
-def report(scenario: str, project: Project, reference: Project, runs: int,
-           outcomes: list[ChildOutcome], faults: str) -> int:
+def report(
+    scenario: str,
+    project: Project,
+    reference: Project,
+    runs: int,
+    outcomes: list[ChildOutcome],
+    faults: str,
+) -> int:
     """Compare with the clean lake, record the row, require equality; returns the commits."""
     succeeded, failed, attempts, commits = judge(outcomes)
     comparison = compare_lakes(project.lake, reference.lake)
-    record_row("concurrency", scenario, runs=runs, faults=faults, equal=comparison.equal,
-               duplicates=comparison.duplicates, lost=comparison.lost,
-               extra_rows=comparison.extra, runs_succeeded=succeeded,
-               runs_failed_on_conflict=failed, max_write_attempts=attempts,
-               table_commits=commits)
+    record_row(
+        "concurrency",
+        scenario,
+        runs=runs,
+        faults=faults,
+        equal=comparison.equal,
+        duplicates=comparison.duplicates,
+        lost=comparison.lost,
+        extra_rows=comparison.extra,
+        runs_succeeded=succeeded,
+        runs_failed_on_conflict=failed,
+        max_write_attempts=attempts,
+        table_commits=commits,
+    )
     assert comparison.equal, comparison
     assert (comparison.duplicates, comparison.lost, comparison.extra) == (0, 0, 0)
     assert succeeded >= 1
     return commits
 
 
-@pytest.mark.parametrize(("workers", "backend", "loaded"), [
-    pytest.param(2, "sqlite", False, id="2-sqlite-new-tables"),
-    pytest.param(4, "sqlite", False, id="4-sqlite-new-tables"),
-    pytest.param(4, "sqlite", True, id="4-sqlite-existing-tables"),
-    pytest.param(2, "postgresql", True, id="2-postgresql-existing-tables",
-                 marks=pytest.mark.postgres),
-])
+@pytest.mark.parametrize(
+    ("workers", "backend", "loaded"),
+    [
+        pytest.param(2, "sqlite", False, id="2-sqlite-new-tables"),
+        pytest.param(4, "sqlite", False, id="4-sqlite-new-tables"),
+        pytest.param(4, "sqlite", True, id="4-sqlite-existing-tables"),
+        pytest.param(
+            2, "postgresql", True, id="2-postgresql-existing-tables", marks=pytest.mark.postgres
+        ),
+    ],
+)
 def test_concurrent_runs_of_one_partition_equal_one_clean_run(
-        workers, backend, loaded, landing, clean, tmp_path, request):
+    workers, backend, loaded, landing, clean, tmp_path, request
+):
     url = request.getfixturevalue("fresh_postgres_url") if backend == "postgresql" else None
     project = project_at(tmp_path / "lake", landing, url)
     if loaded:
@@ -124,8 +147,14 @@ def test_concurrent_runs_of_one_partition_equal_one_clean_run(
     day = DAY2 if loaded else DAY1
     outcomes = race(project, tmp_path / "work", [[day]] * workers)
     scenario = f"same_partition_x{workers}_{backend}_{'existing' if loaded else 'new'}_tables"
-    commits = report(scenario, project, clean["day2" if loaded else "day1"], workers, outcomes,
-                     f"{workers} processes materialize {day} at once")
+    commits = report(
+        scenario,
+        project,
+        clean["day2" if loaded else "day1"],
+        workers,
+        outcomes,
+        f"{workers} processes materialize {day} at once",
+    )
     assert commits == len(DAILY_TABLES)  # one writer commits each table, the rest find it done
     verify_rerun_is_a_no_op(project, day)
 
@@ -134,6 +163,12 @@ def test_backfill_range_while_its_partitions_are_rematerialized(landing, clean, 
     project = project_at(tmp_path / "lake", landing)
     days = ["2024-03-04", "2024-03-03", "2024-03-02", "2024-03-01"]
     outcomes = race(project, tmp_path / "work", [[[DAY1, DAY4]], days])
-    report("backfill_range_vs_single_partitions", project, clean["range"], 1 + len(days),
-           outcomes, "single-run backfill of 4 days racing 4 single-partition runs")
+    report(
+        "backfill_range_vs_single_partitions",
+        project,
+        clean["range"],
+        1 + len(days),
+        outcomes,
+        "single-run backfill of 4 days racing 4 single-partition runs",
+    )
     verify_rerun_is_a_no_op(project, DAY1, DAY4)

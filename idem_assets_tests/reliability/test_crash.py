@@ -82,20 +82,32 @@ def recover(project: Project, work: Path) -> ChildOutcome:
 def crashed_record(project: Project, asset: str, run_id: str):
     """The checkpoint record of the dead run's write of ``asset`` for day 2."""
     prefix = f"{WINDOW2}/{run_id}"
-    found = [t for t in trackers(project.checkpoint.resolved_url, f"lake/{asset}")
-             if t.record_id == prefix or t.record_id.startswith(f"{prefix}/")]
+    found = [
+        t
+        for t in trackers(project.checkpoint.resolved_url, f"lake/{asset}")
+        if t.record_id == prefix or t.record_id.startswith(f"{prefix}/")
+    ]
     assert len(found) == 1, found
     return found[0]
 
 
-def assert_converged(project: Project, clean: Project, scenario: str, faults: str,
-                     **details) -> None:
+def assert_converged(
+    project: Project, clean: Project, scenario: str, faults: str, **details
+) -> None:
     """Same tables as the clean lake, nothing unsettled; then record the report row."""
     comparison = compare_lakes(project.lake, clean.lake)
     assert unsettled_lake_records(project.checkpoint.resolved_url) == []
-    record_row("crash", scenario, runs=2, faults=faults, equal=comparison.equal,
-               duplicates=comparison.duplicates, lost=comparison.lost,
-               extra_rows=comparison.extra, **details)
+    record_row(
+        "crash",
+        scenario,
+        runs=2,
+        faults=faults,
+        equal=comparison.equal,
+        duplicates=comparison.duplicates,
+        lost=comparison.lost,
+        extra_rows=comparison.extra,
+        **details,
+    )
     assert comparison.equal, comparison
     assert (comparison.duplicates, comparison.lost, comparison.extra) == (0, 0, 0)
 
@@ -128,8 +140,9 @@ def test_sigkill_at_a_crash_point_then_rerun_converges(scenario, landing, clean,
     else:
         assert settled.status == Status.IGNORED
         assert "before its Delta commit" in settled.ignored_reason
-    assert_converged(project, clean, scenario, f"SIGKILL at {point}",
-                     crashed_record=settled.status.value)
+    assert_converged(
+        project, clean, scenario, f"SIGKILL at {point}", crashed_record=settled.status.value
+    )
 
 
 @pytest.mark.parametrize("scenario", list(UNCOMMITTED_FILES))
@@ -142,8 +155,9 @@ def test_sigkill_with_data_files_written_but_not_committed(scenario, landing, cl
         if kill.hit:
             break
     else:
-        raise AssertionError(f"the {doing} committed before the watcher could kill it, "
-                             f"{WATCH_ATTEMPTS} times")
+        raise AssertionError(
+            f"the {doing} committed before the watcher could kill it, {WATCH_ATTEMPTS} times"
+        )
     assert kill.new_files >= 1 and kill.version_after == kill.version_before
     assert project.version(table) == kill.version_before  # orphan files, no commit
     record = crashed_record(project, table, child.run_ids[0])
@@ -152,9 +166,14 @@ def test_sigkill_with_data_files_written_but_not_committed(scenario, landing, cl
     rerun = recover(project, tmp_path / "work")
     assert rerun.runs[0]["assets"][table]["reconciled_records"] == 1
     assert crashed_record(project, table, child.run_ids[0]).status == Status.IGNORED
-    assert_converged(project, clean, scenario,
-                     f"SIGKILL during {doing}: {kill.new_files} Parquet file(s) written, "
-                     "no log entry", watcher_attempts=attempt, crashed_record="ignored")
+    assert_converged(
+        project,
+        clean,
+        scenario,
+        f"SIGKILL during {doing}: {kill.new_files} Parquet file(s) written, no log entry",
+        watcher_attempts=attempt,
+        crashed_record="ignored",
+    )
 
 
 def test_the_comparison_sees_lost_duplicated_and_extra_rows(landing, clean, tmp_path):

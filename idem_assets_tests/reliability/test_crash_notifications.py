@@ -27,8 +27,13 @@ DAY = "2024-03-01"
 JOB = "notifications_job"
 TOKEN = "reliability-notify-token-7f3a"
 BATCH, NTH = 3, 2
-CONFIG = {"ops": {"notifications": {"config": {"lease_seconds": 1.0, "batch_size": BATCH,
-                                                "retry_in_seconds": 0.0}}}}
+CONFIG = {
+    "ops": {
+        "notifications": {
+            "config": {"lease_seconds": 1.0, "batch_size": BATCH, "retry_in_seconds": 0.0}
+        }
+    }
+}
 # scenario -> (crash point, was the N-th record delivered before the process died?)
 POINTS = {
     "between_sends": ("outbox.before_send", False),
@@ -60,14 +65,23 @@ def server(tmp_path: Path):
 
 @pytest.mark.parametrize("scenario", list(POINTS))
 def test_sigkill_mid_notification_batch_then_rerun_delivers_each_key_once(
-        scenario, landing, expected_keys, server, tmp_path):
+    scenario, landing, expected_keys, server, tmp_path
+):
     point, sent = POINTS[scenario]
     assert len(expected_keys) > 2 * BATCH
     project = orders_loaded(tmp_path / "lake", landing)
     url = project.checkpoint.resolved_url
     client = NotificationClient(server.url, TOKEN)
-    dead = run_child(project, tmp_path / "work", JOB, [DAY], crash_at=f"{point}:{NTH}",
-                     token=TOKEN, notify_url=server.url, run_config=CONFIG)
+    dead = run_child(
+        project,
+        tmp_path / "work",
+        JOB,
+        [DAY],
+        crash_at=f"{point}:{NTH}",
+        token=TOKEN,
+        notify_url=server.url,
+        run_config=CONFIG,
+    )
     assert dead.killed and dead.crash_points() == [f"{point}:{NTH}"], dead.tail()
 
     # At death: NTH - 1 settled, the rest of the claimed batch held by the dead worker.
@@ -80,8 +94,15 @@ def test_sigkill_mid_notification_batch_then_rerun_delivers_each_key_once(
     held = {t.record_id for t in at_death if t.status == Status.IN_PROGRESS}
 
     wait_for_leases(url)
-    rerun = run_child(project, tmp_path / "work", JOB, [DAY], token=TOKEN,
-                      notify_url=server.url, run_config=CONFIG)
+    rerun = run_child(
+        project,
+        tmp_path / "work",
+        JOB,
+        [DAY],
+        token=TOKEN,
+        notify_url=server.url,
+        run_config=CONFIG,
+    )
     assert rerun.returncode == 0 and rerun.runs[0]["success"], rerun.tail()
     metadata = rerun.runs[0]["assets"]["notifications"]
     assert metadata["already_delivered"] == (1 if sent else 0)
@@ -96,26 +117,51 @@ def test_sigkill_mid_notification_batch_then_rerun_delivers_each_key_once(
     duplicates = sum(n - 1 for n in counts.values())
     lost = len(expected_keys - set(counts))
     equal = set(counts) == expected_keys and duplicates == 0
-    record_row("crash", f"notifications_{scenario}", runs=2,
-               faults=f"SIGKILL at {point}:{NTH} (batch of {BATCH})", equal=equal,
-               duplicates=duplicates, lost=lost, deliveries=stats["deliveries"],
-               distinct_keys=stats["distinct_keys"], expected_keys=len(expected_keys),
-               replays=stats["replays"])
+    record_row(
+        "crash",
+        f"notifications_{scenario}",
+        runs=2,
+        faults=f"SIGKILL at {point}:{NTH} (batch of {BATCH})",
+        equal=equal,
+        duplicates=duplicates,
+        lost=lost,
+        deliveries=stats["deliveries"],
+        distinct_keys=stats["distinct_keys"],
+        expected_keys=len(expected_keys),
+        replays=stats["replays"],
+    )
     assert stats["deliveries"] == stats["distinct_keys"] == len(expected_keys)
     assert equal and lost == 0
     assert stats["replays"] == (1 if sent else 0)
 
 
 def test_rerun_reaches_the_dead_workers_records_only_after_their_lease(
-        landing, expected_keys, server, tmp_path):
+    landing, expected_keys, server, tmp_path
+):
     project = orders_loaded(tmp_path / "lake", landing)
-    long_lease = {"ops": {"notifications": {"config": {"lease_seconds": 300.0,
-                                                        "batch_size": BATCH}}}}
-    dead = run_child(project, tmp_path / "work", JOB, [DAY], crash_at="outbox.before_send:2",
-                     token=TOKEN, notify_url=server.url, run_config=long_lease)
+    long_lease = {
+        "ops": {"notifications": {"config": {"lease_seconds": 300.0, "batch_size": BATCH}}}
+    }
+    dead = run_child(
+        project,
+        tmp_path / "work",
+        JOB,
+        [DAY],
+        crash_at="outbox.before_send:2",
+        token=TOKEN,
+        notify_url=server.url,
+        run_config=long_lease,
+    )
     assert dead.killed
-    early = spawn_runs(project, tmp_path / "work", JOB, [DAY], token=TOKEN,
-                       notify_url=server.url, run_config=CONFIG).wait()
+    early = spawn_runs(
+        project,
+        tmp_path / "work",
+        JOB,
+        [DAY],
+        token=TOKEN,
+        notify_url=server.url,
+        run_config=CONFIG,
+    ).wait()
     metadata = early.runs[0]["assets"]["notifications"]
     # The held records are not sent again while the dead worker's lease is live.
     assert metadata["delivered"] == len(expected_keys) - BATCH

@@ -27,12 +27,16 @@ BATCHES = 5000
 def violations(db: Path) -> tuple[list[str], Counter[str]]:
     """Broken invariants of the hammer's trackers, and the number of records per batch."""
     with sqlite3.connect(db) as conn:
-        problems = [] if conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok" else [
-            "integrity_check failed"]
+        problems = (
+            []
+            if conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            else ["integrity_check failed"]
+        )
         rows = conn.execute(
             "SELECT record_id, status, attempts, max_attempts, lease_token, lease_expires_at, "
             "next_attempt_at, last_error, result FROM checkpoint_trackers WHERE scope = ?",
-            (SCOPE,)).fetchall()
+            (SCOPE,),
+        ).fetchall()
     batches: Counter[str] = Counter()
     for record_id, status, attempts, max_attempts, token, expires, due, error, result in rows:
         batches[record_id.split("-")[0]] += 1
@@ -46,8 +50,10 @@ def violations(db: Path) -> tuple[list[str], Counter[str]]:
         }
         if status == Status.SUCCEEDED.value:
             settled = json.loads(result)
-            checks["succeed applied with its claim"] = (
-                settled == {"token": token, "attempts": attempts})
+            checks["succeed applied with its claim"] = settled == {
+                "token": token,
+                "attempts": attempts,
+            }
         elif status == Status.FAILED.value:
             checks["fail applied with its claim"] = attempts == 1 and error == PLANNED_ERROR
         elif status == Status.PENDING.value:
@@ -57,8 +63,9 @@ def violations(db: Path) -> tuple[list[str], Counter[str]]:
         else:
             checks["only protocol statuses"] = False
         problems += [f"{record_id} ({status}): {name}" for name, ok in checks.items() if not ok]
-    problems += [f"batch {b} has {n} of {BATCH_SIZE} records" for b, n in batches.items()
-                 if n != BATCH_SIZE]
+    problems += [
+        f"batch {b} has {n} of {BATCH_SIZE} records" for b, n in batches.items() if n != BATCH_SIZE
+    ]
     return problems, batches
 
 
@@ -79,8 +86,17 @@ def test_sigkilled_store_writer_leaves_a_readable_consistent_store(tmp_path):
     busy, ops = [], 0
     for life in range(KILLS):
         writer = subprocess.Popen(
-            [sys.executable, "-m", "idem_assets_tests.reliability.hammer", url, SCOPE,
-             str(BATCHES)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE)
+            [
+                sys.executable,
+                "-m",
+                "idem_assets_tests.reliability.hammer",
+                url,
+                SCOPE,
+                str(BATCHES),
+            ],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+        )
         assert writer.stdout is not None
         assert writer.stdout.readline().strip() == b"ready", f"life {life} did not start"
         time.sleep(rng.uniform(0.05, 0.3))
@@ -101,12 +117,18 @@ def test_sigkilled_store_writer_leaves_a_readable_consistent_store(tmp_path):
         statuses = store.counts(SCOPE)
     registered = BATCH_SIZE * len(batches)
     share = sum(busy) / max(1, len(busy))
-    record_row("crash", "checkpoint_store_writes", runs=KILLS + 1,
-               faults=f"{KILLS} SIGKILLs of a writer at random moments "
-                      f"({share:.0%} of its time inside store calls)",
-               equal=not problems and statuses["succeeded"] == registered,
-               duplicates=0, lost=registered - statuses["succeeded"],
-               transitions_before_kills=ops, records=registered)
+    record_row(
+        "crash",
+        "checkpoint_store_writes",
+        runs=KILLS + 1,
+        faults=f"{KILLS} SIGKILLs of a writer at random moments "
+        f"({share:.0%} of its time inside store calls)",
+        equal=not problems and statuses["succeeded"] == registered,
+        duplicates=0,
+        lost=registered - statuses["succeeded"],
+        transitions_before_kills=ops,
+        records=registered,
+    )
     assert problems == []
     assert len(batches) >= 10 and ops > 1000
     assert statuses["succeeded"] == registered

@@ -26,17 +26,30 @@ POINTS = {
 }
 
 
-def stream_child(landing: Path, lake: Path, url: str,
-                 crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
+def stream_child(
+    landing: Path, lake: Path, url: str, crash_at: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the stream child process to its end (or its death)."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     env.pop(CRASH_ENV, None)
     if crash_at:
         env[CRASH_ENV] = crash_at
     return subprocess.run(
-        [sys.executable, "-m", "idem_assets_tests.reliability.stream_child", str(landing),
-         str(lake), url], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
-        timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "idem_assets_tests.reliability.stream_child",
+            str(landing),
+            str(lake),
+            url,
+        ],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def stream_rows(lake: Path, table: str):
@@ -61,13 +74,25 @@ def test_sigkill_mid_stream_batch_then_restart_ingests_each_event_once(scenario,
     assert int(restarted.stdout.split()[-1]) == FILES // 2 - 1  # batch 0 finished before
 
     rows = stream_rows(lake, EVENTS_STREAM.name)
-    keys = list(zip(rows.column("event_id").to_pylist(), rows.column("ingested_at").to_pylist(),
-                    strict=True))
+    keys = list(
+        zip(
+            rows.column("event_id").to_pylist(), rows.column("ingested_at").to_pylist(), strict=True
+        )
+    )
     duplicates, lost = len(keys) - len(set(keys)), len(expected - set(keys))
-    equal = all(fingerprint(stream_rows(lake, t)) == fingerprint(stream_rows(clean_lake, t))
-                for t in (EVENTS_STREAM.name, "quarantine"))
-    record_row("crash", scenario, runs=2, faults=f"SIGKILL at {POINTS[scenario]}",
-               equal=equal and duplicates == 0, duplicates=duplicates, lost=lost,
-               extra_rows=len(set(keys) - expected))
+    equal = all(
+        fingerprint(stream_rows(lake, t)) == fingerprint(stream_rows(clean_lake, t))
+        for t in (EVENTS_STREAM.name, "quarantine")
+    )
+    record_row(
+        "crash",
+        scenario,
+        runs=2,
+        faults=f"SIGKILL at {POINTS[scenario]}",
+        equal=equal and duplicates == 0,
+        duplicates=duplicates,
+        lost=lost,
+        extra_rows=len(set(keys) - expected),
+    )
     assert equal
     assert duplicates == lost == 0 and set(keys) == expected

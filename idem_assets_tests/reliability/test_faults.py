@@ -26,8 +26,14 @@ print("survived hit 2", flush=True)
 
 def test_armed_at_call_time_and_killed_at_the_nth_hit():
     env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
-    done = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == -signal.SIGKILL
     assert done.stdout.splitlines() == ["survived hit 1"]
     assert done.stderr.startswith(f"{CRASH_MARKER} outbox.before_send:2 pid=")
@@ -40,11 +46,14 @@ def test_unarmed_or_other_points_do_nothing(monkeypatch):
     crash_point("lake.before_write/orders")
 
 
-@pytest.mark.parametrize(("value", "target"), [
-    ("lake.after_commit/orders", ("lake.after_commit/orders", 1)),
-    ("outbox.sent_unsettled:3", ("outbox.sent_unsettled", 3)),
-    ("stream.committed:x", ("stream.committed:x", 1)),
-])
+@pytest.mark.parametrize(
+    ("value", "target"),
+    [
+        ("lake.after_commit/orders", ("lake.after_commit/orders", 1)),
+        ("outbox.sent_unsettled:3", ("outbox.sent_unsettled", 3)),
+        ("stream.committed:x", ("stream.committed:x", 1)),
+    ],
+)
 def test_the_variable_names_a_point_and_a_hit(value, target, monkeypatch):
     monkeypatch.setenv(CRASH_ENV, value)
     assert crash_target() == target

@@ -43,15 +43,25 @@ def nothing_written(project: Project) -> bool:
 @pytest.mark.parametrize("where", ["partition_key", "range_start", "range_end"])
 def test_injected_partition_key_is_refused_and_nothing_is_written(where, landing, tmp_path):
     project = project_at(tmp_path, landing)
-    run = {"partition_key": (INJECTION, None), "range_start": (INJECTION, "2024-03-02"),
-           "range_end": ("2024-03-01", INJECTION)}[where]
+    run = {
+        "partition_key": (INJECTION, None),
+        "range_start": (INJECTION, "2024-03-02"),
+        "range_end": ("2024-03-01", INJECTION),
+    }[where]
     with pytest.raises((dg.DagsterUnknownPartitionError, ValueError)) as refused:
         project.run_days(*run)
     assert INJECTION in str(refused.value)
     clean = nothing_written(project)
-    record_row("security", f"partition_key_injection_{where}", runs=1,
-               faults=f"partition key {INJECTION!r} as the {where.replace('_', ' ')}",
-               equal=clean, duplicates=0, lost=0, error=str(refused.value)[:120])
+    record_row(
+        "security",
+        f"partition_key_injection_{where}",
+        runs=1,
+        faults=f"partition key {INJECTION!r} as the {where.replace('_', ' ')}",
+        equal=clean,
+        duplicates=0,
+        lost=0,
+        error=str(refused.value)[:120],
+    )
     assert clean
 
 
@@ -61,12 +71,17 @@ def test_injected_landing_folder_never_becomes_a_partition(tmp_path):
     folder.mkdir(parents=True)
     (folder / "part-000.csv").write_bytes(csv_bytes([order(1, order_date="2024-03-01")]))
     assert list_days(project.landing, ORDERS) == []
-    context = dg.build_sensor_context(instance=project.instance,
-                                      resources={"lake": project.lake})
+    context = dg.build_sensor_context(instance=project.instance, resources={"lake": project.lake})
     assert not source_sensor(ORDERS_SOURCE)(context).run_requests
-    record_row("security", "landing_folder_injection", runs=1,
-               faults=f"folder date={INJECTION}", equal=nothing_written(project),
-               duplicates=0, lost=0)
+    record_row(
+        "security",
+        "landing_folder_injection",
+        runs=1,
+        faults=f"folder date={INJECTION}",
+        equal=nothing_written(project),
+        duplicates=0,
+        lost=0,
+    )
 
 
 # write spec field -> injected value (asset metadata ``idem/<field>``)
@@ -82,26 +97,46 @@ BAD_SPECS = {
 @pytest.mark.parametrize("field", list(BAD_SPECS))
 def test_injected_write_spec_metadata_fails_the_run_before_any_write(field, landing, tmp_path):
     project = project_at(tmp_path, landing)
-    metadata = {**WriteSpec(strategy="overwrite", natural_key=("order_id",),
-                            partition_column="order_date").to_metadata(),
-                f"idem/{field}": BAD_SPECS[field]}
+    metadata = {
+        **WriteSpec(
+            strategy="overwrite", natural_key=("order_id",), partition_column="order_date"
+        ).to_metadata(),
+        f"idem/{field}": BAD_SPECS[field],
+    }
 
-    @dg.asset(name="evil", partitions_def=daily_partitions(ORDERS.first_day), metadata=metadata,
-              io_manager_key=LAKE_IO_MANAGER_KEY)
+    @dg.asset(
+        name="evil",
+        partitions_def=daily_partitions(ORDERS.first_day),
+        metadata=metadata,
+        io_manager_key=LAKE_IO_MANAGER_KEY,
+    )
     def evil() -> pa.Table:
         return pa.table({"order_id": [1], "order_date": [DAY]})
 
-    resources = default_resources(project.lake, project.checkpoint,
-                                  NotificationResource(token="unused"))
-    result = dg.materialize([evil], resources=resources, partition_key=KEY,
-                            instance=project.instance, raise_on_error=False)
+    resources = default_resources(
+        project.lake, project.checkpoint, NotificationResource(token="unused")
+    )
+    result = dg.materialize(
+        [evil],
+        resources=resources,
+        partition_key=KEY,
+        instance=project.instance,
+        raise_on_error=False,
+    )
     assert not result.success
     errors = " ".join(failures(result))
     assert f"WriteSpec\n{field}" in errors, errors  # pydantic names the field
     clean = nothing_written(project) and not (tmp_path / "escaped").exists()
-    record_row("security", f"write_spec_injection_{field}", runs=1,
-               faults=f"idem/{field} = {BAD_SPECS[field]!r}", equal=clean, duplicates=0,
-               lost=0, error=errors.rsplit(" <- ", 1)[-1][:160])
+    record_row(
+        "security",
+        f"write_spec_injection_{field}",
+        runs=1,
+        faults=f"idem/{field} = {BAD_SPECS[field]!r}",
+        equal=clean,
+        duplicates=0,
+        lost=0,
+        error=errors.rsplit(" <- ", 1)[-1][:160],
+    )
     assert clean
 
 
@@ -117,12 +152,19 @@ def test_table_names_cannot_leave_the_lake(name, landing, tmp_path):
 def test_sql_in_data_values_is_stored_as_data(tmp_path):
     landing = tmp_path / "landing"
     sly = "x' OR '1'='1"
-    customers = [{"customer_id": 1, "name": "Robert'); DROP TABLE customers;--",
-                  "email": "r@example.com", "segment": "smb",
-                  "updated_at": f"{KEY}T10:00:00Z"}]
+    customers = [
+        {
+            "customer_id": 1,
+            "name": "Robert'); DROP TABLE customers;--",
+            "email": "r@example.com",
+            "segment": "smb",
+            "updated_at": f"{KEY}T10:00:00Z",
+        }
+    ]
     for source, name, data in [
-            ("customers", "part-000.csv", csv_bytes(customers, CUSTOMER_COLUMNS)),
-            ("events", "part-000.jsonl", jsonl_bytes([event(1, event_id=sly), event(2)]))]:
+        ("customers", "part-000.csv", csv_bytes(customers, CUSTOMER_COLUMNS)),
+        ("events", "part-000.jsonl", jsonl_bytes([event(1, event_id=sly), event(2)])),
+    ]:
         folder = landing / source / f"date={KEY}"
         folder.mkdir(parents=True)
         (folder / name).write_bytes(data)
@@ -135,14 +177,21 @@ def test_sql_in_data_values_is_stored_as_data(tmp_path):
     assert committed == {"customers": False, "events": False}
     assert {r["event_id"] for r in project.table_rows("events")} == {sly, "evt-0002"}
     assert [r["name"] for r in project.table_rows("customers")] == [customers[0]["name"]]
-    record_row("security", "sql_in_data_values", runs=2,
-               faults="quotes and SQL in keys and text values", equal=True, duplicates=0,
-               lost=0)
+    record_row(
+        "security",
+        "sql_in_data_values",
+        runs=2,
+        faults="quotes and SQL in keys and text values",
+        equal=True,
+        duplicates=0,
+        lost=0,
+    )
 
 
 @pytest.mark.parametrize("mode", ["rejected_token", "server_errors"])
 def test_notification_token_never_appears_in_logs_events_or_errors(
-        mode, landing, tmp_path, monkeypatch, caplog, capfd):
+    mode, landing, tmp_path, monkeypatch, caplog, capfd
+):
     token = f"tok-{mode}-9c41d7e2b8"
     server_token = "the-servers-own-token" if mode == "rejected_token" else token
     monkeypatch.setenv(NOTIFY_TOKEN_ENV, token)
@@ -153,9 +202,12 @@ def test_notification_token_never_appears_in_logs_events_or_errors(
     with NotificationServer(tmp_path / "notify.db", server_token) as server:
         if mode == "server_errors":
             server.set_faults(Faults(error_rate=1.0))
-        project.notifier = NotificationResource(base_url=server.url,
-                                                token=dg.EnvVar(NOTIFY_TOKEN_ENV),
-                                                max_retries=1, backoff_seconds=0.01)
+        project.notifier = NotificationResource(
+            base_url=server.url,
+            token=dg.EnvVar(NOTIFY_TOKEN_ENV),
+            max_retries=1,
+            backoff_seconds=0.01,
+        )
         caplog.set_level("DEBUG")
         result = project.run_job("notifications_job", "2024-03-01")
     logs = project.instance.all_logs(result.run_id)
@@ -171,27 +223,40 @@ def test_notification_token_never_appears_in_logs_events_or_errors(
         "materialization metadata": json.dumps(materialization_metadata(result), default=str),
         "dagster home files": "\n".join(
             p.read_bytes().decode("utf-8", "replace")
-            for p in (tmp_path / "dagster_home").rglob("*") if p.is_file()),
+            for p in (tmp_path / "dagster_home").rglob("*")
+            if p.is_file()
+        ),
     }
     expected_error = "bearer token" if mode == "rejected_token" else "HTTP 503"
     assert expected_error in haystacks["checkpoint records"]  # the failures were recorded
     assert expected_error in haystacks["dagster event log"]
     assert result.run_id in haystacks["dagster home files"]  # the instance's storage is read
     leaks = [name for name, text in haystacks.items() if token in text]
-    record_row("security", f"token_never_logged_{mode}", runs=1,
-               faults=f"notifications run failing with {expected_error!r}",
-               equal=not leaks, duplicates=0, lost=0,
-               places_searched=sorted(haystacks), leaks=leaks)
+    record_row(
+        "security",
+        f"token_never_logged_{mode}",
+        runs=1,
+        faults=f"notifications run failing with {expected_error!r}",
+        equal=not leaks,
+        duplicates=0,
+        lost=0,
+        places_searched=sorted(haystacks),
+        leaks=leaks,
+    )
     assert leaks == []
 
 
-@pytest.mark.parametrize(("base_url", "token", "message"), [
-    ("http://127.0.0.1:9/?token=x", "fine-token", "must not carry credentials, query"),
-    ("http://user:secret@127.0.0.1:9", "fine-token", "must not carry credentials"),
-    ("http://127.0.0.1:9", "tok\r\nX-Injected: 1", "printable ASCII"),
-])
+@pytest.mark.parametrize(
+    ("base_url", "token", "message"),
+    [
+        ("http://127.0.0.1:9/?token=x", "fine-token", "must not carry credentials, query"),
+        ("http://user:secret@127.0.0.1:9", "fine-token", "must not carry credentials"),
+        ("http://127.0.0.1:9", "tok\r\nX-Injected: 1", "printable ASCII"),
+    ],
+)
 def test_injected_notification_settings_are_refused_before_any_send(
-        base_url, token, message, landing, tmp_path):
+    base_url, token, message, landing, tmp_path
+):
     project = project_at(tmp_path, landing)
     assert project.run_days("2024-03-01", assets=["orders"]).success
     project.notifier = NotificationResource(base_url=base_url, token=token)

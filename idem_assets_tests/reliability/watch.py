@@ -58,8 +58,9 @@ class UncommittedKill:
     version_after: int
 
 
-def kill_between_files_and_commit(process: subprocess.Popen[bytes], table_dir: Path,
-                                  timeout: float = 180.0) -> UncommittedKill:
+def kill_between_files_and_commit(
+    process: subprocess.Popen[bytes], table_dir: Path, timeout: float = 180.0
+) -> UncommittedKill:
     """SIGKILL ``process`` once new data files exist in ``table_dir``; report what it left."""
     before_files, before_version = data_files(table_dir), log_version(table_dir)
     deadline = time.monotonic() + timeout
@@ -74,5 +75,9 @@ def kill_between_files_and_commit(process: subprocess.Popen[bytes], table_dir: P
     # Judged on what the dead process left behind: signals are delivered asynchronously,
     # so only the state after its death tells whether the commit made it.
     new, version = len(data_files(table_dir) - before_files), log_version(table_dir)
-    return UncommittedKill(process.returncode == -signal.SIGKILL and new > 0
-                           and version == before_version, new, before_version, version)
+    return UncommittedKill(
+        process.returncode == -signal.SIGKILL and new > 0 and version == before_version,
+        new,
+        before_version,
+        version,
+    )

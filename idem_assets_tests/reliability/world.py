@@ -45,8 +45,12 @@ def project_at(root: Path, landing: Path, state_url: str | None = None) -> Proje
     """A lake and checkpoint store under ``root`` reading an existing landing zone."""
     lake = LakeResource(landing_dir=str(landing), lake_dir=str(root / "lake"))
     url = state_url or f"sqlite:///{root / 'state' / 'checkpoint.db'}"
-    return Project(root=root, lake=lake, checkpoint=CheckpointResource(url=url),
-                   instance=dg.DagsterInstance.ephemeral())
+    return Project(
+        root=root,
+        lake=lake,
+        checkpoint=CheckpointResource(url=url),
+        instance=dg.DagsterInstance.ephemeral(),
+    )
 
 
 @dataclass
@@ -64,8 +68,9 @@ class ChildOutcome:
 
     def crash_points(self) -> list[str]:
         """The crash points the child announced just before killing itself."""
-        return [line.split()[1] for line in self.stderr.splitlines()
-                if line.startswith(CRASH_MARKER)]
+        return [
+            line.split()[1] for line in self.stderr.splitlines() if line.startswith(CRASH_MARKER)
+        ]
 
     def tail(self) -> str:
         """The end of the child's stderr, for assertion messages."""
@@ -88,22 +93,38 @@ class Child:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-            raise AssertionError(f"child {self.process.pid} still running after {timeout} s: "
-                                 + self.stderr.read_text(errors="replace")[-3000:]) from None
+            raise AssertionError(
+                f"child {self.process.pid} still running after {timeout} s: "
+                + self.stderr.read_text(errors="replace")[-3000:]
+            ) from None
         runs = json.loads(self.result.read_text())["runs"] if self.result.exists() else []
         return ChildOutcome(code, self.stderr.read_text(errors="replace"), runs)
 
 
-def spawn_runs(project: Project, work: Path, job: str, runs: Sequence[str | list[str]], *,
-               crash_at: str | None = None, token: str = "unused-token",
-               **spec: Any) -> Child:
+def spawn_runs(
+    project: Project,
+    work: Path,
+    job: str,
+    runs: Sequence[str | list[str]],
+    *,
+    crash_at: str | None = None,
+    token: str = "unused-token",
+    **spec: Any,
+) -> Child:
     """Start a child process that runs ``job`` for each entry of ``runs`` on ``project``."""
     work.mkdir(parents=True, exist_ok=True)
     name = uuid.uuid4().hex[:8]
     run_ids = [str(uuid.uuid4()) for _ in runs]
-    full = {"landing": str(project.landing), "lake": project.lake.lake_root,
-            "state_url": project.checkpoint.resolved_url, "job": job, "runs": list(runs),
-            "run_ids": run_ids, "result": str(work / f"{name}.json"), **spec}
+    full = {
+        "landing": str(project.landing),
+        "lake": project.lake.lake_root,
+        "state_url": project.checkpoint.resolved_url,
+        "job": job,
+        "runs": list(runs),
+        "run_ids": run_ids,
+        "result": str(work / f"{name}.json"),
+        **spec,
+    }
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), NOTIFY_TOKEN_ENV: token}
     env.pop(CRASH_ENV, None)
     if crash_at is not None:
@@ -112,12 +133,17 @@ def spawn_runs(project: Project, work: Path, job: str, runs: Sequence[str | list
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "idem_assets_tests.reliability.runner", json.dumps(full)],
-            cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=sink)
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+        )
     return Child(process, work / f"{name}.json", stderr, run_ids)
 
 
-def run_child(project: Project, work: Path, job: str, runs: Sequence[str | list[str]],
-              **kwargs: Any) -> ChildOutcome:
+def run_child(
+    project: Project, work: Path, job: str, runs: Sequence[str | list[str]], **kwargs: Any
+) -> ChildOutcome:
     """Run a child to its end."""
     return spawn_runs(project, work, job, runs, **kwargs).wait()
 
@@ -140,13 +166,18 @@ class Comparison:
 
     def row(self) -> dict[str, Any]:
         """The report columns this comparison fills."""
-        return {"final_state_equal": self.equal, "duplicates": self.duplicates,
-                "lost_rows": self.lost, "extra_rows": self.extra,
-                "differing_tables": list(self.differing)}
+        return {
+            "final_state_equal": self.equal,
+            "duplicates": self.duplicates,
+            "lost_rows": self.lost,
+            "extra_rows": self.extra,
+            "differing_tables": list(self.differing),
+        }
 
 
-def compare_lakes(lake: LakeResource, clean: LakeResource,
-                  tables: Iterable[str] = LAKE_TABLES) -> Comparison:
+def compare_lakes(
+    lake: LakeResource, clean: LakeResource, tables: Iterable[str] = LAKE_TABLES
+) -> Comparison:
     """Fingerprints, duplicate keys, lost and extra keys of every table against ``clean``."""
     duplicates = lost = extra = 0
     differing = []
@@ -165,8 +196,7 @@ def compare_lakes(lake: LakeResource, clean: LakeResource,
             same = fingerprint(got) == fingerprint(want)
         if not same:
             differing.append(table)
-    return Comparison(not differing and duplicates == 0, duplicates, lost, extra,
-                      tuple(differing))
+    return Comparison(not differing and duplicates == 0, duplicates, lost, extra, tuple(differing))
 
 
 def trackers(url: str, scope: str) -> list[Tracker]:
@@ -178,8 +208,7 @@ def trackers(url: str, scope: str) -> list[Tracker]:
 def unsettled_lake_records(url: str) -> list[Tracker]:
     """Lake write records still in progress (a crashed run's, until reconciled)."""
     with open_store(url) as store:
-        return [t for t in store.list(statuses=[Status.IN_PROGRESS])
-                if t.scope.startswith("lake/")]
+        return [t for t in store.list(statuses=[Status.IN_PROGRESS]) if t.scope.startswith("lake/")]
 
 
 def wait_for_leases(url: str, timeout: float = 60.0) -> None:
@@ -187,8 +216,11 @@ def wait_for_leases(url: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     with open_store(url) as store:
         while time.monotonic() < deadline:
-            held = [t.lease_expires_at for t in store.list(statuses=[Status.IN_PROGRESS])
-                    if t.lease_expires_at is not None]
+            held = [
+                t.lease_expires_at
+                for t in store.list(statuses=[Status.IN_PROGRESS])
+                if t.lease_expires_at is not None
+            ]
             if not held or max(held) < store.now():
                 return
             time.sleep(min(0.2, max(0.01, max(held) - store.now() + 0.01)))
@@ -200,13 +232,30 @@ def results_file() -> Path:
     return Path(os.environ.get(RESULTS_ENV) or REPORT_DIR / _SESSION_FILE)
 
 
-def record_row(suite: str, scenario: str, *, runs: int, faults: str, equal: bool,
-               duplicates: int, lost: int, **details: Any) -> None:
+def record_row(
+    suite: str,
+    scenario: str,
+    *,
+    runs: int,
+    faults: str,
+    equal: bool,
+    duplicates: int,
+    lost: int,
+    **details: Any,
+) -> None:
     """Append one scenario row to this session's reliability report file."""
     results = results_file()
     results.parent.mkdir(parents=True, exist_ok=True)
-    row = {"suite": suite, "scenario": scenario, "runs": runs, "faults": faults,
-           "final_state_equal": equal, "duplicates": duplicates, "lost_rows": lost,
-           **details, "recorded_at": time.time()}
+    row = {
+        "suite": suite,
+        "scenario": scenario,
+        "runs": runs,
+        "faults": faults,
+        "final_state_equal": equal,
+        "duplicates": duplicates,
+        "lost_rows": lost,
+        **details,
+        "recorded_at": time.time(),
+    }
     with results.open("a", encoding="utf-8") as out:
         out.write(json.dumps(row, default=str) + "\n")

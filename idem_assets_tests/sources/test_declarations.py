@@ -20,8 +20,12 @@ from idem_assets.sources.__main__ import main
 GOOD: dict[str, Any] = {
     "name": "feed",
     "first_day": "2024-03-01",
-    "columns": [{"name": "id", "type": "int64"}, {"name": "day", "type": "date"},
-                {"name": "at", "type": "timestamp"}, {"name": "label", "type": "string"}],
+    "columns": [
+        {"name": "id", "type": "int64"},
+        {"name": "day", "type": "date"},
+        {"name": "at", "type": "timestamp"},
+        {"name": "label", "type": "string"},
+    ],
     "natural_key": ["id"],
     "version": "at",
     "partition_date": "day",
@@ -30,8 +34,12 @@ GOOD: dict[str, Any] = {
 
 def write(folder: Path, attributes: dict[str, Any]) -> Path:
     path = folder / "defs.yaml"
-    path.write_text(yaml.safe_dump({"type": "idem_assets.lib.LandingSourceComponent",
-                                    "attributes": attributes}, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {"type": "idem_assets.lib.LandingSourceComponent", "attributes": attributes},
+            sort_keys=False,
+        )
+    )
     return path
 
 
@@ -59,65 +67,102 @@ def test_a_good_declaration_loads_with_defaults(tmp_path):
 
 CASES = [
     (with_(colums=[]), "colums: unknown field; allowed: asset, checks, code_version, columns"),
-    (column("at", type="datetime"), "columns[2].type: 'datetime' is not a column type; allowed: "
-     "int64, int32, float64, bool, string, date, timestamp, decimal(P,S)"),
+    (
+        column("at", type="datetime"),
+        "columns[2].type: 'datetime' is not a column type; allowed: "
+        "int64, int32, float64, bool, string, date, timestamp, decimal(P,S)",
+    ),
     (column("at", type="decimal(40,2)"), "decimal(40,2) needs 1 <= P <= 38 and S <= P"),
     (column("id", nullable="sometimes"), "columns[0].nullable: Input should be a valid boolean"),
-    (with_(natural_key=["order_id"]), "natural_key: 'order_id' is not a declared column "
-     "(declared: id, day, at, label)"),
-    (with_(version="label"), "version: 'label' has type string; it must be a timestamp or date "
-     "or integer or decimal column"),
-    (with_(partition_date="at"), "partition_date: 'at' has type timestamp; it must be a date "
-     "column"),
+    (
+        with_(natural_key=["order_id"]),
+        "natural_key: 'order_id' is not a declared column (declared: id, day, at, label)",
+    ),
+    (
+        with_(version="label"),
+        "version: 'label' has type string; it must be a timestamp or date "
+        "or integer or decimal column",
+    ),
+    (
+        with_(partition_date="at"),
+        "partition_date: 'at' has type timestamp; it must be a date column",
+    ),
     (with_(first_day=None), "first_day: a daily source needs its first partition day"),
     (with_(first_day="2024-02-30"), "first_day: Input should be a valid date"),
-    (with_(partition_date=None, strategy="overwrite"),
-     "strategy overwrite replaces the run's days, so it needs partition_date"),
+    (
+        with_(partition_date=None, strategy="overwrite"),
+        "strategy overwrite replaces the run's days, so it needs partition_date",
+    ),
     (with_(strategy="upsert"), "strategy: Input should be 'overwrite', 'merge' or 'replace'"),
     (with_(strategy="replace"), "strategy: replace is for snapshot sources"),
     (with_(snapshot=True), "first_day: a snapshot source has no partitions; remove it"),
     (with_(layout="{source}/latest"), "layout '{source}/latest' names no day"),
-    (with_(layout="{source}/{day}"), "layout '{source}/{day}' has unknown placeholder(s) day; "
-     "allowed: {source}, {date}, {yyyy}, {mm}, {dd}"),
+    (
+        with_(layout="{source}/{day}"),
+        "layout '{source}/{day}' has unknown placeholder(s) day; "
+        "allowed: {source}, {date}, {yyyy}, {mm}, {dd}",
+    ),
     (with_(layout="{source}/{yyyy}/{mm}"), "names part of a day: add {dd}"),
     (with_(layout="../{source}/{date}"), "segment '..' may hold only letters"),
     (with_(layout="/abs/{date}"), "must be a relative folder path"),
     (with_(formats=["xlsx"]), "formats[0]: Input should be 'parquet', 'csv' or 'jsonl'"),
-    (with_(timezone="CEST"), "timezone: 'CEST' is not an IANA time zone such as UTC or "
-     "Europe/Berlin"),
+    (
+        with_(timezone="CEST"),
+        "timezone: 'CEST' is not an IANA time zone such as UTC or Europe/Berlin",
+    ),
     (with_(csv={"delimiter": ";;"}), "csv.delimiter: delimiter ';;' must be one character"),
-    (with_(numbers={"decimal": ",", "thousands": ","}), "the thousands separator cannot also be "
-     "the decimal separator ','"),
+    (
+        with_(numbers={"decimal": ",", "thousands": ","}),
+        "the thousands separator cannot also be the decimal separator ','",
+    ),
     (with_(numbers={"decimal": ";"}), "decimal separator ';' is not one of '.', ','"),
     (with_(name="Orders"), "name: 'Orders' must be lower case letters, digits and _"),
-    (column("label", rules=[{"allowed": ["a"], "pattern": "b"}]), "a rule sets exactly one of "
-     "allowed, pattern, non_negative, or min and/or max (this one sets allowed, pattern)"),
-    (column("label", rules=[{"pattern": "(?<=x)y"}]), "is not a regular expression both engines "
-     "accept"),
-    (column("label", rules=[{"min": 3}]), "label: min applies to numbers, dates and timestamps, "
-     "not string"),
-    (column("day", rules=[{"allowed": ["x"]}]), "day: allowed applies to string and integer "
-     "columns, not date"),
+    (
+        column("label", rules=[{"allowed": ["a"], "pattern": "b"}]),
+        "a rule sets exactly one of "
+        "allowed, pattern, non_negative, or min and/or max (this one sets allowed, pattern)",
+    ),
+    (
+        column("label", rules=[{"pattern": "(?<=x)y"}]),
+        "is not a regular expression both engines accept",
+    ),
+    (
+        column("label", rules=[{"min": 3}]),
+        "label: min applies to numbers, dates and timestamps, not string",
+    ),
+    (
+        column("day", rules=[{"allowed": ["x"]}]),
+        "day: allowed applies to string and integer columns, not date",
+    ),
     (column("id", rules=[{"min": 10, "max": 1}]), "id: min 10 is above max 1"),
     (column("id", rules=[{"max": "ten"}]), "id: max 'ten' is not a int64 value"),
-    (column("id", rules=[{"allowed": [1], "severity": "fatal"}]), "severity: Input should be "
-     "'warn', 'error' or 'quarantine'"),
+    (
+        column("id", rules=[{"allowed": [1], "severity": "fatal"}]),
+        "severity: Input should be 'warn', 'error' or 'quarantine'",
+    ),
     (column("label", epoch="seconds"), "label: epoch applies to timestamp columns, not string"),
-    (with_(columns=[*GOOD["columns"], {"name": "id", "type": "int32"}]),
-     "columns: id declared more than once"),
-    (with_(columns=[*GOOD["columns"], {"name": "other", "type": "string", "from": "label"}]),
-     "columns: file column(s) label read more than once"),
-    (with_(columns=[*GOOD["columns"], {"name": "d2", "type": "date", "date_of": "label"}]),
-     "d2: date_of: 'label' has type string; it must be a timestamp column"),
+    (
+        with_(columns=[*GOOD["columns"], {"name": "id", "type": "int32"}]),
+        "columns: id declared more than once",
+    ),
+    (
+        with_(columns=[*GOOD["columns"], {"name": "other", "type": "string", "from": "label"}]),
+        "columns: file column(s) label read more than once",
+    ),
+    (
+        with_(columns=[*GOOD["columns"], {"name": "d2", "type": "date", "date_of": "label"}]),
+        "d2: date_of: 'label' has type string; it must be a timestamp column",
+    ),
     (with_(prune_columns=["id"]), "prune_columns applies to the merge strategy only"),
-    (with_(checks={"quarantine_share": 2}), "checks.quarantine_share: Input should be less than "
-     "or equal to 1"),
+    (
+        with_(checks={"quarantine_share": 2}),
+        "checks.quarantine_share: Input should be less than or equal to 1",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("attributes", "message"), CASES)
-def test_every_bad_declaration_names_file_field_and_what_is_allowed(tmp_path, attributes,
-                                                                    message):
+def test_every_bad_declaration_names_file_field_and_what_is_allowed(tmp_path, attributes, message):
     path = write(tmp_path, attributes)
     with pytest.raises(DeclarationError) as raised:
         load_source(path)
@@ -129,8 +174,10 @@ def test_every_bad_declaration_names_file_field_and_what_is_allowed(tmp_path, at
 def test_a_file_that_is_not_a_declaration(tmp_path):
     path = tmp_path / "defs.yaml"
     path.write_text("type: dagster.SomethingElse\nattributes: {}\n")
-    with pytest.raises(DeclarationError, match="a source declaration has type "
-                       "idem_assets.lib.LandingSourceComponent"):
+    with pytest.raises(
+        DeclarationError,
+        match="a source declaration has type idem_assets.lib.LandingSourceComponent",
+    ):
         load_source(path)
     path.write_text("name: [unclosed\n")
     with pytest.raises(DeclarationError, match="cannot read the declaration"):
@@ -139,23 +186,46 @@ def test_a_file_that_is_not_a_declaration(tmp_path):
 
 def test_python_and_yaml_declarations_are_the_same_thing():
     python = LandingSource(
-        name="orders", description=ORDERS_SOURCE.description, first_day=dt.date(2024, 3, 1),
+        name="orders",
+        description=ORDERS_SOURCE.description,
+        first_day=dt.date(2024, 3, 1),
         owners=("team:data-platform",),
         columns=(
             Column(name="order_id", type="int64", description="Natural key; one row per order."),
             Column(name="customer_id", type="int64"),
-            Column(name="amount", type="decimal(18,2)", description="Order value, decimal(18,2).",
-                   rules=(Rule(non_negative=True),)),
-            Column(name="status", type="string", description=ORDERS_SOURCE.columns[3].description,
-                   rules=(Rule(allowed=("placed", "paid", "shipped", "delivered", "cancelled",
-                                        "refunded")),)),
-            Column(name="order_date", type="date",
-                   description="Delta partition column and Dagster daily partition."),
-            Column(name="updated_at", type="timestamp",
-                   description="Version: the newest updated_at of an order wins."),
+            Column(
+                name="amount",
+                type="decimal(18,2)",
+                description="Order value, decimal(18,2).",
+                rules=(Rule(non_negative=True),),
+            ),
+            Column(
+                name="status",
+                type="string",
+                description=ORDERS_SOURCE.columns[3].description,
+                rules=(
+                    Rule(
+                        allowed=("placed", "paid", "shipped", "delivered", "cancelled", "refunded")
+                    ),
+                ),
+            ),
+            Column(
+                name="order_date",
+                type="date",
+                description="Delta partition column and Dagster daily partition.",
+            ),
+            Column(
+                name="updated_at",
+                type="timestamp",
+                description="Version: the newest updated_at of an order wins.",
+            ),
         ),
-        natural_key=("order_id",), version="updated_at", partition_date="order_date",
-        strategy="overwrite", checks={"blocking": True}, sensor={"also_request": ["daily_sales"]},
+        natural_key=("order_id",),
+        version="updated_at",
+        partition_date="order_date",
+        strategy="overwrite",
+        checks={"blocking": True},
+        sensor={"also_request": ["daily_sales"]},
     )
     assert python == ORDERS_SOURCE
     assert python.contract() == ORDERS
@@ -188,13 +258,15 @@ def test_dagster_refuses_a_bad_declaration_naming_the_file_and_field(tmp_path):
     source.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "defs" / "__init__.py").write_text("")
-    (project / "pyproject.toml").write_text(textwrap.dedent("""\
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent("""\
         [tool.dg]
         directory_type = "project"
         [tool.dg.project]
         root_module = "demo_defs"
         defs_module = "demo_defs.defs"
-        """))
+        """)
+    )
     path = write(source, column("at", type="datetime"))
     sys.path.insert(0, str(project))
     try:

@@ -16,11 +16,22 @@ DG = Path(sys.executable).with_name("dg")
 
 
 def _dg(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DAGSTER_HOME": str(project / ".dagster_home"),
-           "PYTHONPATH": str(project), "VIRTUAL_ENV": str(Path(sys.executable).parents[1]),
-           "NO_COLOR": "1"}
-    return subprocess.run([str(DG), *args], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(project / ".dagster_home"),
+        "PYTHONPATH": str(project),
+        "VIRTUAL_ENV": str(Path(sys.executable).parents[1]),
+        "NO_COLOR": "1",
+    }
+    return subprocess.run(
+        [str(DG), *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -32,7 +43,8 @@ def project(tmp_path: Path) -> Path:
     (root / ".dagster_home").mkdir()
     (package / "__init__.py").write_text("")
     (package / "defs" / "__init__.py").write_text("")
-    (root / "pyproject.toml").write_text(textwrap.dedent("""\
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent("""\
         [project]
         name = "shop"
         version = "0.1.0"
@@ -46,8 +58,10 @@ def project(tmp_path: Path) -> Path:
 
         [tool.dg.cli]
         suppress_warnings = ["project_and_activated_venv_mismatch"]
-        """))
-    (package / "definitions.py").write_text(textwrap.dedent("""\
+        """)
+    )
+    (package / "definitions.py").write_text(
+        textwrap.dedent("""\
         from pathlib import Path
 
         import dagster as dg
@@ -61,7 +75,8 @@ def project(tmp_path: Path) -> Path:
                 dg.load_from_defs_folder(path_within_project=Path(__file__).parent),
                 dg.Definitions(resources=default_resources()),
             )
-        """))
+        """)
+    )
     return root
 
 
@@ -70,8 +85,9 @@ def test_scaffold_check_list_and_a_broken_declaration(project: Path):
     assert listed.returncode == 0, listed.stderr
     assert "idem_assets.lib.LandingSourceComponent" in listed.stdout
 
-    scaffold = _dg(project, "scaffold", "defs", "idem_assets.lib.LandingSourceComponent",
-                   "payments")
+    scaffold = _dg(
+        project, "scaffold", "defs", "idem_assets.lib.LandingSourceComponent", "payments"
+    )
     assert scaffold.returncode == 0, scaffold.stdout + scaffold.stderr
     declaration = project / "shop" / "defs" / "payments" / "defs.yaml"
     text = declaration.read_text()

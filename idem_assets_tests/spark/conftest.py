@@ -17,10 +17,12 @@ DRIVER_RESULT_LIMIT = "8m"
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """A local[2] session with the engine's settings and a small driver result limit."""
-    session = local_spark_session(conf={
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
-        "spark.driver.maxResultSize": DRIVER_RESULT_LIMIT,
-    })
+    session = local_spark_session(
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.driver.maxResultSize": DRIVER_RESULT_LIMIT,
+        }
+    )
     yield session
     session.stop()

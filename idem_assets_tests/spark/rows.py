@@ -15,23 +15,27 @@ STATUSES = ("placed", "paid", "shipped", "é-paid", "Z", None)
 BASE = dt.datetime(2024, 3, 1, 8, tzinfo=dt.UTC)
 
 
-def tied_orders(seed: int, rows: int = 600, keys: int = 60, days: int = 3,
-                start: dt.date = dt.date(2024, 3, 1)) -> pa.Table:
+def tied_orders(
+    seed: int, rows: int = 600, keys: int = 60, days: int = 3, start: dt.date = dt.date(2024, 3, 1)
+) -> pa.Table:
     """Orders where many rows share a key and a version but differ in content (and nulls)."""
     rng = random.Random(seed)
     out = []
     for _ in range(rows):
         key = rng.randrange(keys)
-        version = rng.choice([BASE, BASE + dt.timedelta(hours=1), None,
-                              BASE + dt.timedelta(hours=1, microseconds=1)])
-        out.append({
-            "order_id": key,
-            "customer_id": rng.choice([1, 2, None]),
-            "amount": decimal.Decimal(rng.choice(["1.00", "1.10", "-0.01", "99.99"])),
-            "status": rng.choice(STATUSES),
-            "order_date": start + dt.timedelta(days=key % days),
-            "updated_at": version,
-        })
+        version = rng.choice(
+            [BASE, BASE + dt.timedelta(hours=1), None, BASE + dt.timedelta(hours=1, microseconds=1)]
+        )
+        out.append(
+            {
+                "order_id": key,
+                "customer_id": rng.choice([1, 2, None]),
+                "amount": decimal.Decimal(rng.choice(["1.00", "1.10", "-0.01", "99.99"])),
+                "status": rng.choice(STATUSES),
+                "order_date": start + dt.timedelta(days=key % days),
+                "updated_at": version,
+            }
+        )
     return pa.Table.from_pylist(out, schema=ORDERS.schema)
 
 

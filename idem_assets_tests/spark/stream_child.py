@@ -31,18 +31,26 @@ def main(argv: list[str]) -> int:
 
     def after_commit(batch_id: int, result: WriteResult) -> None:
         with log.open("a") as handle:
-            handle.write(json.dumps({"batch": batch_id, "committed": result.committed,
-                                     "rows": result.rows_written}) + "\n")
+            handle.write(
+                json.dumps(
+                    {"batch": batch_id, "committed": result.committed, "rows": result.rows_written}
+                )
+                + "\n"
+            )
         if kill_after is not None and batch_id == int(kill_after):
             # The whole group: this interpreter and the Spark JVM it started.
             os.killpg(os.getpgid(0), signal.SIGKILL)
 
     spark = local_spark_session(conf={"spark.sql.shuffle.partitions": "2"})
     sink = StreamSink(
-        LakeTable(str(lake_dir / TABLE)), APP_ID, contract=EVENTS,
+        LakeTable(str(lake_dir / TABLE)),
+        APP_ID,
+        contract=EVENTS,
         schema=EVENTS_SOURCE.table_schema(),
         prepare=functools.partial(with_dates_of_spark, pairs=[("event_date", "event_time")]),
-        partition_column="event_date", after_commit=after_commit)
+        partition_column="event_date",
+        after_commit=after_commit,
+    )
     start_stream(spark, stream_dir, checkpoint, sink).awaitTermination()
     spark.stop()
     return 0

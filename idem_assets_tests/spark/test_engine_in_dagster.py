@@ -38,10 +38,12 @@ def test_spark_runs_write_what_local_runs_write(tmp_path, spark):
     assert checks and all(checks.values()), checks
     for table in ("orders", "events"):
         assert on_spark.table_fingerprint(table) == local.table_fingerprint(table), table
+
     # The Spark reader cannot number CSV/JSON Lines rows (0 = unknown); the same rows of
     # the same files are quarantined.
     def quarantined(project):
         return sorted((r["source"], r["source_file"]) for r in project.table_rows("quarantine"))
+
     assert quarantined(on_spark) == quarantined(local) != []
 
 
@@ -62,12 +64,19 @@ TPCH_DAILY = ("tpch_orders", "tpch_lineitem")
 
 def _tpch_run(project, run_config=None):
     job = project.definitions().resolve_implicit_job_def_def_for_assets(
-        [dg.AssetKey(a) for a in TPCH_DAILY])
-    tags = {"dagster/asset_partition_range_start": "1992-01-01",
-            "dagster/asset_partition_range_end": "1992-01-10"}
-    return job.execute_in_process(tags=tags, instance=project.instance, raise_on_error=False,
-                                  run_config=run_config,
-                                  asset_selection=[dg.AssetKey(a) for a in TPCH_DAILY])
+        [dg.AssetKey(a) for a in TPCH_DAILY]
+    )
+    tags = {
+        "dagster/asset_partition_range_start": "1992-01-01",
+        "dagster/asset_partition_range_end": "1992-01-10",
+    }
+    return job.execute_in_process(
+        tags=tags,
+        instance=project.instance,
+        raise_on_error=False,
+        run_config=run_config,
+        asset_selection=[dg.AssetKey(a) for a in TPCH_DAILY],
+    )
 
 
 def test_a_yaml_declared_domain_on_spark_equals_the_local_engine(tmp_path, spark):
@@ -77,9 +86,11 @@ def test_a_yaml_declared_domain_on_spark_equals_the_local_engine(tmp_path, spark
         landing = tmp_path / engine / "landing"
         lay_out_tpch(landing, 0.01, 10)
         projects[engine] = Project(
-            root=tmp_path / engine, instance=dg.DagsterInstance.ephemeral(),
+            root=tmp_path / engine,
+            instance=dg.DagsterInstance.ephemeral(),
             lake=LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / engine / "lake")),
-            checkpoint=CheckpointResource(url=f"sqlite:///{tmp_path / engine / 'state.db'}"))
+            checkpoint=CheckpointResource(url=f"sqlite:///{tmp_path / engine / 'state.db'}"),
+        )
     config = {"ops": {name: {"config": {"engine": "spark"}} for name in TPCH_DAILY}}
     assert _tpch_run(projects["local"]).success
     result = _tpch_run(projects["spark"], config)
@@ -89,7 +100,8 @@ def test_a_yaml_declared_domain_on_spark_equals_the_local_engine(tmp_path, spark
     checks = check_results(result)
     assert checks and all(checks.values()), checks
     for table in TPCH_DAILY:
-        assert projects["spark"].table_fingerprint(table) == \
-            projects["local"].table_fingerprint(table), table
+        assert projects["spark"].table_fingerprint(table) == projects["local"].table_fingerprint(
+            table
+        ), table
     again = _tpch_run(projects["spark"], config)
     assert {materialization_metadata(again)[a]["committed"] for a in TPCH_DAILY} == {False}

@@ -32,13 +32,17 @@ def generated(tmp_path_factory):
 
 def _strict(contract):
     """The contract with every value rule raised to severity quarantine."""
-    return dataclasses.replace(contract, rules=tuple(
-        dataclasses.replace(rule, severity="quarantine") for rule in contract.rules))
+    return dataclasses.replace(
+        contract,
+        rules=tuple(dataclasses.replace(rule, severity="quarantine") for rule in contract.rules),
+    )
 
 
-@pytest.mark.parametrize("contract", [ORDERS, CUSTOMERS, EVENTS, _strict(ORDERS),
-                                      _strict(CUSTOMERS), _strict(EVENTS)],
-                         ids=lambda c: f"{c.name}-{c.rules[0].severity}")
+@pytest.mark.parametrize(
+    "contract",
+    [ORDERS, CUSTOMERS, EVENTS, _strict(ORDERS), _strict(CUSTOMERS), _strict(EVENTS)],
+    ids=lambda c: f"{c.name}-{c.rules[0].severity}",
+)
 def test_generated_days_read_to_the_local_rows_and_quarantine(spark, generated, contract):
     local = read_days(generated, contract, START, END)
     batch = read_landing_spark(spark, generated, contract, START, END).persist()
@@ -72,13 +76,22 @@ def test_every_covered_defect_is_judged_like_the_local_reader(spark, tmp_path, s
     # Under WARN rules the 'PAID', 'pa\nid' and -1.00 rows load; quarantine rules keep them out.
     assert batch.counts() == ((16, 27) if strict else (19, 24))
     by_reason = " | ".join(r["reason"] for r in spark_rows)
-    for expected in ("sub-microsecond", "2024-02-30", "outside the partition folder",
-                     "natural key is null or blank", "version column is null",
-                     "more than 2 decimal places", "is not an integer like 12",
-                     "header's 6 fields", "not a valid date and time",
-                     "does not fit decimal128(18, 2)", "file lacks contract column(s) amount",
-                     "not a JSON object", "file lacks contract column(s) status",
-                     "got a boolean value, expected an integer"):
+    for expected in (
+        "sub-microsecond",
+        "2024-02-30",
+        "outside the partition folder",
+        "natural key is null or blank",
+        "version column is null",
+        "more than 2 decimal places",
+        "is not an integer like 12",
+        "header's 6 fields",
+        "not a valid date and time",
+        "does not fit decimal128(18, 2)",
+        "file lacks contract column(s) amount",
+        "not a JSON object",
+        "file lacks contract column(s) status",
+        "got a boolean value, expected an integer",
+    ):
         assert expected in by_reason
     assert ("'PAID' is not allowed" in by_reason) is strict
     assert ("is negative" in by_reason) is strict

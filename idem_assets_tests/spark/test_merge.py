@@ -33,18 +33,27 @@ def event_days(tmp_path_factory) -> list[pa.Table]:
     landing = tmp_path_factory.mktemp("landing")
     generate(landing, START, DAYS, seed=7)
     days = [START + dt.timedelta(days=k) for k in range(DAYS)]
-    return [with_event_date(read_days(landing, EVENTS, d, d + dt.timedelta(days=1)).rows)
-            for d in days]
+    return [
+        with_event_date(read_days(landing, EVENTS, d, d + dt.timedelta(days=1)).rows) for d in days
+    ]
 
 
 def _spark_merge(spark, target, rows):
-    return merge_partitions_spark(target, to_spark(spark, rows), KEY, VERSION, PARTITION,
-                                  schema=EVENTS_SCHEMA)
+    return merge_partitions_spark(
+        target, to_spark(spark, rows), KEY, VERSION, PARTITION, schema=EVENTS_SCHEMA
+    )
 
 
 def _local_merge(target, rows):
-    return merge_upsert(target, rows, KEY, version_column=VERSION, partition_column=PARTITION,
-                        prune_columns=[PARTITION], schema=EVENTS_SCHEMA)
+    return merge_upsert(
+        target,
+        rows,
+        KEY,
+        version_column=VERSION,
+        partition_column=PARTITION,
+        prune_columns=[PARTITION],
+        schema=EVENTS_SCHEMA,
+    )
 
 
 def test_days_merged_forward_or_in_reverse_equal_the_local_merge(spark, tmp_path, event_days):
@@ -67,10 +76,13 @@ def test_days_merged_forward_or_in_reverse_equal_the_local_merge(spark, tmp_path
     forward = LakeTable(str(tmp_path / "again"))
     _spark_merge(spark, forward, event_days[0])
     second = _spark_merge(spark, forward, event_days[1])
-    local_second = _local_merge(LakeTable(str(tmp_path / "local2")), event_days[0]) and \
-        _local_merge(LakeTable(str(tmp_path / "local2")), event_days[1])
+    local_second = _local_merge(
+        LakeTable(str(tmp_path / "local2")), event_days[0]
+    ) and _local_merge(LakeTable(str(tmp_path / "local2")), event_days[1])
     assert (second.rows_inserted, second.rows_updated) == (
-        local_second.rows_inserted, local_second.rows_updated)
+        local_second.rows_inserted,
+        local_second.rows_updated,
+    )
     assert second.rows_updated > 0
 
 
@@ -82,8 +94,11 @@ def test_only_partitions_where_a_batch_row_wins_are_rewritten(spark, tmp_path, e
     # Stored rows again plus one of them with a newer ingested_at.
     newest = pc.max(day[VERSION]).as_py() + dt.timedelta(hours=1)
     one = day.slice(0, 1)
-    changed = one.set_column(one.schema.get_field_index(VERSION), VERSION,
-                             pa.array([newest], day.schema.field(VERSION).type))
+    changed = one.set_column(
+        one.schema.get_field_index(VERSION),
+        VERSION,
+        pa.array([newest], day.schema.field(VERSION).type),
+    )
     result = _spark_merge(spark, target, pa.concat_tables([day, changed]))
     assert result.committed and (result.rows_inserted, result.rows_updated) == (0, 1)
     assert result.details["partitions_rewritten"] == 1
@@ -96,11 +111,13 @@ def test_only_partitions_where_a_batch_row_wins_are_rewritten(spark, tmp_path, e
     assert table_fingerprint(target).rows == day.num_rows
 
 
-def test_equal_versions_with_other_content_resolve_like_local_in_either_order(spark, tmp_path,
-                                                                              event_days):
+def test_equal_versions_with_other_content_resolve_like_local_in_either_order(
+    spark, tmp_path, event_days
+):
     row = event_days[0].slice(0, 1)
-    other = row.set_column(row.schema.get_field_index("payload"), "payload",
-                           pa.array(['{"other":true}']))
+    other = row.set_column(
+        row.schema.get_field_index("payload"), "payload", pa.array(['{"other":true}'])
+    )
     local = LakeTable(str(tmp_path / "local"))
     _local_merge(local, row)
     _local_merge(local, other)
@@ -118,10 +135,17 @@ def test_unpartitioned_merge_of_customer_change_sets_equals_the_local_merge(spar
     for offset in (2, 0, 1):  # out of order: a late older change must not win
         day = START + dt.timedelta(days=offset)
         rows = read_days(landing, CUSTOMERS, day, day + dt.timedelta(days=1)).rows
-        merge_upsert(local, rows, ["customer_id"], version_column="updated_at",
-                     schema=CUSTOMERS.schema)
-        result = merge_partitions_spark(on_spark, to_spark(spark, rows), ["customer_id"],
-                                        "updated_at", None, schema=CUSTOMERS.schema)
+        merge_upsert(
+            local, rows, ["customer_id"], version_column="updated_at", schema=CUSTOMERS.schema
+        )
+        result = merge_partitions_spark(
+            on_spark,
+            to_spark(spark, rows),
+            ["customer_id"],
+            "updated_at",
+            None,
+            schema=CUSTOMERS.schema,
+        )
         assert result.committed
     assert table_fingerprint(on_spark) == table_fingerprint(local)
     assert DeltaTable(on_spark.uri).metadata().partition_columns == []

@@ -21,11 +21,19 @@ EVENTS_PER_FILE = 20
 
 def _write_events_file(stream_dir: Path, index: int) -> None:
     """One JSON Lines file of events, written via a hidden name and renamed (as producers do)."""
-    lines = [json.dumps({
-        "event_id": f"evt-{index:02d}-{n:03d}", "customer_id": n % 7, "event_type": "page_view",
-        "event_time": f"2024-03-0{1 + n % 3}T10:{n % 60:02d}:00Z",
-        "ingested_at": "2024-03-04T00:00:00+01:00", "payload": json.dumps({"n": n}),
-    }) for n in range(EVENTS_PER_FILE)]
+    lines = [
+        json.dumps(
+            {
+                "event_id": f"evt-{index:02d}-{n:03d}",
+                "customer_id": n % 7,
+                "event_type": "page_view",
+                "event_time": f"2024-03-0{1 + n % 3}T10:{n % 60:02d}:00Z",
+                "ingested_at": "2024-03-04T00:00:00+01:00",
+                "payload": json.dumps({"n": n}),
+            }
+        )
+        for n in range(EVENTS_PER_FILE)
+    ]
     staging = stream_dir / f".part-{index:02d}.jsonl.tmp"
     staging.write_text("\n".join(lines) + "\n")
     staging.rename(stream_dir / f"part-{index:02d}.jsonl")
@@ -37,8 +45,14 @@ def _run_child(paths: list[Path], kill_after: int | None) -> int:
         env[KILL_ENV] = str(kill_after)
     child = subprocess.run(
         [sys.executable, "-m", "idem_assets_tests.spark.stream_child", *map(str, paths)],
-        cwd=ROOT, env=env, start_new_session=True, timeout=300,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        timeout=300,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.returncode in (0, -9), child.stderr[-3000:]
     return child.returncode
 
@@ -69,7 +83,13 @@ def test_sigkill_after_commit_before_checkpoint_then_restart_lands_each_event_on
 
     decisions = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(d["batch"], d["committed"]) for d in decisions] == [
-        (0, True), (1, True), (1, False), (2, True), (3, True), (4, True)]
+        (0, True),
+        (1, True),
+        (1, False),
+        (2, True),
+        (3, True),
+        (4, True),
+    ]
     table = DeltaTable(str(lake / TABLE))
     files_events = 5 * EVENTS_PER_FILE
     assert _count(table, "SELECT COUNT(*) FROM t") == files_events

@@ -21,8 +21,9 @@ def test_dedupe_keeps_the_local_engines_survivors_including_ties(spark, seed):
     # Ties on the version with other content are the hard case: make sure they occur.
     assert local.conflicting_keys > 5
     for order in (rows, shuffled(rows, seed)):
-        result = dedupe_newest_spark(to_spark(spark, order), ["order_id"], "updated_at",
-                                     fingerprint=True)
+        result = dedupe_newest_spark(
+            to_spark(spark, order), ["order_id"], "updated_at", fingerprint=True
+        )
         survivors = result.rows.toArrow()
         assert fingerprint(survivors) == fingerprint(local.rows) == result.fingerprint
         assert result.duplicates_dropped == local.duplicates_dropped
@@ -48,8 +49,9 @@ def test_spark_fingerprint_equals_the_local_fingerprint(spark):
     assert spark_fingerprint(frame) == fingerprint(rows)
     assert spark_fingerprint(frame.limit(0)) == fingerprint(rows.slice(0, 0))
     # A single changed value changes it.
-    changed = rows.set_column(0, "order_id", pa.array([r + 1 for r in
-                                                       rows.column("order_id").to_pylist()]))
+    changed = rows.set_column(
+        0, "order_id", pa.array([r + 1 for r in rows.column("order_id").to_pylist()])
+    )
     assert spark_fingerprint(to_spark(spark, changed)) != fingerprint(rows)
 
 

@@ -40,8 +40,9 @@ def orders(tmp_path_factory) -> pa.Table:
 
 
 def _spark_overwrite(spark, target, rows, start=START, end=END, **kwargs):
-    return overwrite_partitions_spark(target, to_spark(spark, rows), "order_date", start, end,
-                                      schema=ORDERS.schema, **kwargs)
+    return overwrite_partitions_spark(
+        target, to_spark(spark, rows), "order_date", start, end, schema=ORDERS.schema, **kwargs
+    )
 
 
 def _local_overwrite(target, rows, start=START, end=END):
@@ -50,8 +51,9 @@ def _local_overwrite(target, rows, start=START, end=END):
 
 def _plain_read(target: LakeTable) -> pa.Table:
     """The table as plain delta-rs (DataFusion) reads it."""
-    return pa.table(QueryBuilder().register("t", DeltaTable(target.uri))
-                    .execute("SELECT * FROM t").read_all())
+    return pa.table(
+        QueryBuilder().register("t", DeltaTable(target.uri)).execute("SELECT * FROM t").read_all()
+    )
 
 
 def _folders(target: LakeTable) -> set[str]:
@@ -81,7 +83,8 @@ def test_range_then_single_day_overwrites_equal_the_local_engine(spark, tmp_path
 
 
 def test_rerun_with_the_same_rows_commits_nothing_and_removes_its_staged_files(
-        spark, tmp_path, orders):
+    spark, tmp_path, orders
+):
     target = LakeTable(str(tmp_path / "orders"))
     _spark_overwrite(spark, target, orders)
     folders = _folders(target)
@@ -92,16 +95,20 @@ def test_rerun_with_the_same_rows_commits_nothing_and_removes_its_staged_files(
     assert again.fingerprint == fingerprint(orders)
 
 
-def test_rows_outside_the_range_are_refused_and_the_table_is_untouched(
-        spark, tmp_path, orders):
+def test_rows_outside_the_range_are_refused_and_the_table_is_untouched(spark, tmp_path, orders):
     target = LakeTable(str(tmp_path / "orders"))
     _spark_overwrite(spark, target, orders)
     before, folders = table_fingerprint(target), _folders(target)
-    with pytest.raises(PartitionMismatchError, match=r"row\(s\) have order_date not in "
-                       r"\[2024-03-01, 2024-03-02\)") as refused:
+    with pytest.raises(
+        PartitionMismatchError,
+        match=r"row\(s\) have order_date not in "
+        r"\[2024-03-01, 2024-03-02\)",
+    ) as refused:
         _spark_overwrite(spark, target, orders, START, DAY2)
-    outside = orders.num_rows - orders.filter(
-        pa.compute.equal(orders["order_date"], pa.scalar(START))).num_rows
+    outside = (
+        orders.num_rows
+        - orders.filter(pa.compute.equal(orders["order_date"], pa.scalar(START))).num_rows
+    )
     assert str(refused.value).startswith(f"{outside} row(s)")
     assert DeltaTable(target.uri).version() == 0
     assert table_fingerprint(target) == before
@@ -131,13 +138,16 @@ def test_local_engine_can_take_over_a_table_written_by_spark(spark, tmp_path, or
 
 def test_a_table_laid_out_by_another_column_is_refused(spark, tmp_path, orders):
     target = LakeTable(str(tmp_path / "orders"))
-    overwrite_partitions(target, orders, "order_date", START, END, schema=ORDERS.schema,
-                         partitioned=False)
+    overwrite_partitions(
+        target, orders, "order_date", START, END, schema=ORDERS.schema, partitioned=False
+    )
     with pytest.raises(ValueError, match=r"partitioned by \[\]"):
         _spark_overwrite(spark, target, orders.slice(0, 5))
     assert DeltaTable(target.uri).version() == 0
-    assert _folders(target) == {"_delta_log", *(p.name for p in Path(target.uri).iterdir()
-                                                 if p.suffix == ".parquet")}
+    assert _folders(target) == {
+        "_delta_log",
+        *(p.name for p in Path(target.uri).iterdir() if p.suffix == ".parquet"),
+    }
 
 
 def test_the_driver_only_collects_file_metadata(spark, tmp_path):
@@ -145,7 +155,9 @@ def test_the_driver_only_collects_file_metadata(spark, tmp_path):
     blob = F.sha2(F.col("id").cast("string"), 512)
     rows = spark.range(250_000).select(
         F.date_add(F.lit(START), (F.col("id") % 3).cast("int")).alias("day"),
-        F.col("id").alias("n"), F.concat(blob, blob).alias("payload"))
+        F.col("id").alias("n"),
+        F.concat(blob, blob).alias("payload"),
+    )
     schema = pa.schema([("day", pa.date32()), ("n", pa.int64()), ("payload", pa.string())])
     target = LakeTable(str(tmp_path / "wide"))
     result = overwrite_partitions_spark(target, rows, "day", START, END, schema=schema)
@@ -156,16 +168,18 @@ def test_the_driver_only_collects_file_metadata(spark, tmp_path):
     assert DRIVER_RESULT_LIMIT == spark.conf.get("spark.driver.maxResultSize")
 
 
-def test_append_commits_each_txn_version_once_and_empty_batches_advance_it(spark, tmp_path,
-                                                                           orders):
+def test_append_commits_each_txn_version_once_and_empty_batches_advance_it(spark, tmp_path, orders):
     target = LakeTable(str(tmp_path / "appended"))
     batch = to_spark(spark, orders.slice(0, 50))
-    first = append_spark(target, batch, "feed", 0, schema=ORDERS.schema,
-                         partition_column="order_date")
-    replay = append_spark(target, batch, "feed", 0, schema=ORDERS.schema,
-                          partition_column="order_date")
-    empty = append_spark(target, batch.limit(0), "feed", 1, schema=ORDERS.schema,
-                         partition_column="order_date")
+    first = append_spark(
+        target, batch, "feed", 0, schema=ORDERS.schema, partition_column="order_date"
+    )
+    replay = append_spark(
+        target, batch, "feed", 0, schema=ORDERS.schema, partition_column="order_date"
+    )
+    empty = append_spark(
+        target, batch.limit(0), "feed", 1, schema=ORDERS.schema, partition_column="order_date"
+    )
     assert (first.committed, replay.committed, empty.committed) == (True, False, True)
     assert replay.fingerprint == first.fingerprint == fingerprint(orders.slice(0, 50))
     table = DeltaTable(target.uri)

@@ -8,8 +8,10 @@ import pytest
 
 from idem_assets_tests.stream.world import StreamWorld
 
-BACKENDS = [pytest.param("sqlite", id="sqlite"),
-            pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -29,5 +31,6 @@ def world(tmp_path: Path, store_url: str) -> StreamWorld:
 @pytest.fixture
 def sqlite_world(tmp_path: Path) -> StreamWorld:
     """The same on SQLite only, for tests about files rather than stores."""
-    return StreamWorld(tmp_path / "landing", tmp_path / "lake",
-                       f"sqlite:///{tmp_path / 'state' / 'checkpoint.db'}")
+    return StreamWorld(
+        tmp_path / "landing", tmp_path / "lake", f"sqlite:///{tmp_path / 'state' / 'checkpoint.db'}"
+    )

@@ -32,7 +32,9 @@ def spawn(spec: dict[str, Any]) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "idem_assets_tests.stream.driver", json.dumps(spec)],
-        cwd=PROJECT_ROOT, env=env)
+        cwd=PROJECT_ROOT,
+        env=env,
+    )
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -62,14 +64,22 @@ def main(spec: dict[str, Any]) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
     lake = Path(spec["lake"])
-    settings = StreamSettings(max_files_per_batch=spec["max_files"],
-                              max_batches_per_run=spec["max_batches"],
-                              lease_seconds=spec["lease_seconds"])
+    settings = StreamSettings(
+        max_files_per_batch=spec["max_files"],
+        max_batches_per_run=spec["max_batches"],
+        lease_seconds=spec["lease_seconds"],
+    )
     with open_store(spec["url"]) as store:
-        ingester = StreamIngester(store, EVENTS_STREAM, spec["landing"],
-                                  LakeTable(str(lake / EVENTS_STREAM.name)),
-                                  LakeTable(str(lake / "quarantine")), owner=owner,
-                                  settings=settings, observer=observe)
+        ingester = StreamIngester(
+            store,
+            EVENTS_STREAM,
+            spec["landing"],
+            LakeTable(str(lake / EVENTS_STREAM.name)),
+            LakeTable(str(lake / "quarantine")),
+            owner=owner,
+            settings=settings,
+            observer=observe,
+        )
         if not spec.get("drain"):
             ingester.run()
             return

@@ -29,9 +29,17 @@ COMMITTED_BEFORE_DEATH = {"after_commit_before_checkpoint", "after_quarantine_be
 
 def driver_spec(world: StreamWorld, events: Path, owner: str, **extra: Any) -> dict[str, Any]:
     """A driver spec over `world` with the suite's batch size."""
-    return {"landing": str(world.landing), "lake": str(world.lake), "url": world.url,
-            "owner": owner, "events": str(events), "max_files": MAX_FILES, "max_batches": 10,
-            "lease_seconds": 1.0, **extra}
+    return {
+        "landing": str(world.landing),
+        "lake": str(world.lake),
+        "url": world.url,
+        "owner": owner,
+        "events": str(events),
+        "max_files": MAX_FILES,
+        "max_batches": 10,
+        "lease_seconds": 1.0,
+        **extra,
+    }
 
 
 def drain(ingester: StreamIngester, seconds: float = 30) -> list[RunReport]:
@@ -48,8 +56,9 @@ def drain(ingester: StreamIngester, seconds: float = 30) -> list[RunReport]:
 
 def reference_fingerprints(world: StreamWorld, tmp_path: Path) -> dict[int, tuple[str, str]]:
     """(files signature, rows fingerprint) per batch of an uninterrupted run on the same files."""
-    clean = StreamWorld(world.landing, tmp_path / "clean-lake",
-                        f"sqlite:///{tmp_path / 'clean.db'}")
+    clean = StreamWorld(
+        world.landing, tmp_path / "clean-lake", f"sqlite:///{tmp_path / 'clean.db'}"
+    )
     with clean.store() as store:
         report = clean.ingester(store, max_files_per_batch=MAX_FILES).run()
     return {o.seq: (o.signature, o.fingerprint) for o in report.outcomes}
@@ -58,7 +67,8 @@ def reference_fingerprints(world: StreamWorld, tmp_path: Path) -> dict[int, tupl
 @pytest.mark.slow
 @pytest.mark.parametrize("point", list(KILL_POINTS))
 def test_sigkill_then_restart_ingests_every_event_exactly_once(
-        point: str, world: StreamWorld, tmp_path: Path) -> None:
+    point: str, world: StreamWorld, tmp_path: Path
+) -> None:
     files = world.append(FILES, EVENTS, defects=True)
     step, index = KILL_POINTS[point]
     kill = {"step": step, "seq": 1, **({} if index is None else {"index": index})}
@@ -81,7 +91,9 @@ def test_sigkill_then_restart_ingests_every_event_exactly_once(
     outcomes = {o.seq: o for r in reports for o in r.outcomes}
     assert sorted(outcomes) == [1, 2, 3]
     assert (outcomes[1].status, outcomes[1].attempts) == (
-        "reconciled" if committed else "committed", 2)
+        "reconciled" if committed else "committed",
+        2,
+    )
 
     keys = world.keys()
     assert len(keys) == len(set(keys)) == len(expected_keys(files))
@@ -108,15 +120,28 @@ def test_sigkill_then_restart_ingests_every_event_exactly_once(
 
 @pytest.mark.slow
 def test_two_ingester_processes_share_a_stream_without_duplicates(
-        world: StreamWorld, tmp_path: Path) -> None:
+    world: StreamWorld, tmp_path: Path
+) -> None:
     stream_files = 16
     files = world.append(stream_files, EVENTS, defects=True)
     go = tmp_path / "go"
     logs = [tmp_path / f"events-{n}.jsonl" for n in range(2)]
-    children = [spawn(driver_spec(world, log, f"ingester-{n}", drain=True, go_file=str(go),
-                                  max_batches=1, lease_seconds=10, deadline_seconds=90,
-                                  pause_seconds=0.1))
-                for n, log in enumerate(logs)]
+    children = [
+        spawn(
+            driver_spec(
+                world,
+                log,
+                f"ingester-{n}",
+                drain=True,
+                go_file=str(go),
+                max_batches=1,
+                lease_seconds=10,
+                deadline_seconds=90,
+                pause_seconds=0.1,
+            )
+        )
+        for n, log in enumerate(logs)
+    ]
     time.sleep(1.0)  # both have imported and opened the store by now
     go.touch()
     assert [child.wait(timeout=120) for child in children] == [0, 0]

@@ -25,13 +25,18 @@ def _resources(world: StreamWorld) -> dict[str, object]:
 
 
 def _definitions(world: StreamWorld) -> dg.Definitions:
-    return dg.Definitions(assets=[events_stream], asset_checks=STREAM_CHECKS,
-                          jobs=[events_stream_job], sensors=[events_stream_sensor],
-                          resources=_resources(world))
+    return dg.Definitions(
+        assets=[events_stream],
+        asset_checks=STREAM_CHECKS,
+        jobs=[events_stream_job],
+        sensors=[events_stream_sensor],
+        resources=_resources(world),
+    )
 
 
-def _run(world: StreamWorld, instance: dg.DagsterInstance,
-         **config: object) -> dg.ExecuteInProcessResult:
+def _run(
+    world: StreamWorld, instance: dg.DagsterInstance, **config: object
+) -> dg.ExecuteInProcessResult:
     job = _definitions(world).resolve_job_def(events_stream_job.name)
     run_config = {"ops": {"events_stream": {"config": config}}}
     return job.execute_in_process(run_config=run_config, instance=instance, raise_on_error=False)
@@ -47,7 +52,8 @@ def test_definitions_load(sqlite_world: StreamWorld) -> None:
     defs = _definitions(sqlite_world)
     dg.Definitions.validate_loadable(defs)
     assert defs.resolve_job_def("events_stream_job").asset_layer.selected_asset_keys == {
-        dg.AssetKey("events_stream")}
+        dg.AssetKey("events_stream")
+    }
 
 
 def test_asset_runs_commit_batches_and_report_them(world: StreamWorld) -> None:
@@ -57,14 +63,22 @@ def test_asset_runs_commit_batches_and_report_them(world: StreamWorld) -> None:
     assert first.success
     meta = materialization_metadata(first)["events_stream"]
     assert (meta["batches_committed"], meta["files"], meta["txn_version"], meta["stopped"]) == (
-        2, 4, 1, "max_batches")
+        2,
+        4,
+        1,
+        "max_batches",
+    )
     results = {t.payload["seq"]: t.result for t in world.trackers()}
-    assert [b["fingerprint"] for b in meta["batches"]] == [results[0]["fingerprint"],
-                                                           results[1]["fingerprint"]]
+    assert [b["fingerprint"] for b in meta["batches"]] == [
+        results[0]["fingerprint"],
+        results[1]["fingerprint"],
+    ]
     assert meta["rows_appended"] == results[0]["rows"] + results[1]["rows"]
     second = materialization_metadata(_run(world, instance, max_files_per_batch=2))
     assert (second["events_stream"]["batches_committed"], second["events_stream"]["stopped"]) == (
-        1, "drained")
+        1,
+        "drained",
+    )
     idle = materialization_metadata(_run(world, instance))["events_stream"]
     assert (idle["batches_committed"], idle["rows_appended"], idle["txn_version"]) == (0, 0, 2)
     assert sorted(world.keys()) == sorted(expected_keys(files))
@@ -103,8 +117,9 @@ def test_sensor_requests_once_per_set_of_new_files(sqlite_world: StreamWorld) ->
 
 
 @pytest.mark.parametrize("retry_delay", [0.0, 3600.0])
-def test_sensor_retries_a_failed_batch_once_it_is_due(sqlite_world: StreamWorld,
-                                                      retry_delay: float) -> None:
+def test_sensor_retries_a_failed_batch_once_it_is_due(
+    sqlite_world: StreamWorld, retry_delay: float
+) -> None:
     world = sqlite_world
     files = world.append(3)
     files[2].path.write_bytes(b"PAR1 not parquet")  # events-000002.parquet
@@ -117,8 +132,7 @@ def test_sensor_retries_a_failed_batch_once_it_is_due(sqlite_world: StreamWorld,
         assert [r.run_key for r in requests] == ["events_stream:batch-0:attempt-1"]
 
 
-def test_exactly_once_check_passes_and_catches_a_replayed_batch(
-        sqlite_world: StreamWorld) -> None:
+def test_exactly_once_check_passes_and_catches_a_replayed_batch(sqlite_world: StreamWorld) -> None:
     world = sqlite_world
     world.append(4)
     instance = dg.DagsterInstance.ephemeral()
@@ -133,5 +147,6 @@ def test_exactly_once_check_passes_and_catches_a_replayed_batch(
     evaluation = rerun.get_asset_check_evaluations()[0]
     assert not evaluation.passed
     problems = evaluation.metadata["problems"].value
-    assert problems == [f"batch 1: {2 * again.num_rows} rows in the table, "
-                        f"{again.num_rows} committed"]
+    assert problems == [
+        f"batch 1: {2 * again.num_rows} rows in the table, {again.num_rows} committed"
+    ]

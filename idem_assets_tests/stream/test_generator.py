@@ -24,8 +24,12 @@ def test_same_seed_gives_the_same_files_however_the_appends_are_split(tmp_path: 
     append_stream_files(tmp_path / "b", 3, 40, seed=3, defects=True)
     assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
     assert list(_tree(tmp_path / "a")) == [
-        "events-000000.jsonl", "events-000001.csv", "events-000002.parquet",
-        "events-000003.jsonl", "events-000004.csv"]
+        "events-000000.jsonl",
+        "events-000001.csv",
+        "events-000002.parquet",
+        "events-000003.jsonl",
+        "events-000004.csv",
+    ]
     append_stream_files(tmp_path / "c", 5, 40, seed=4, defects=True)
     assert _tree(tmp_path / "c") != _tree(tmp_path / "a")
 
@@ -58,9 +62,16 @@ def test_command_line_appends_files_and_lists_the_offset_log(tmp_path: Path, cap
     assert len(capsys.readouterr().out.splitlines()) == 3
     url = f"sqlite:///{tmp_path / 'state.db'}"
     with open_store(url) as store:
-        StreamIngester(store, EVENTS_STREAM, tmp_path, LakeTable(str(tmp_path / "t")),
-                       LakeTable(str(tmp_path / "q")),
-                       settings=StreamSettings(max_files_per_batch=2)).run()
+        StreamIngester(
+            store,
+            EVENTS_STREAM,
+            tmp_path,
+            LakeTable(str(tmp_path / "t")),
+            LakeTable(str(tmp_path / "q")),
+            settings=StreamSettings(max_files_per_batch=2),
+        ).run()
     assert main(["status", "--url", url]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "0\tsucceeded\t2 files\tattempts 1/5", "1\tsucceeded\t1 files\tattempts 1/5"]
+        "0\tsucceeded\t2 files\tattempts 1/5",
+        "1\tsucceeded\t1 files\tattempts 1/5",
+    ]

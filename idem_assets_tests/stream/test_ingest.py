@@ -33,7 +33,8 @@ def test_each_batch_is_committed_once_across_runs_and_new_files(world: StreamWor
         assert (idle.stopped, idle.outcomes) == ("drained", ())
         assert world.table.open().version() == version  # a rerun with nothing new: no commit
         assert {o.status for o in (*first.outcomes, *second.outcomes, *third.outcomes)} == {
-            "committed"}
+            "committed"
+        }
     keys = world.keys()
     assert len(keys) == len(set(keys)) == len(expected_keys(files))
     assert set(keys) == expected_keys(files)
@@ -65,13 +66,15 @@ def test_every_raw_row_is_accounted_for_per_batch(world: StreamWorld) -> None:
 
 
 def test_offsets_are_fixed_in_file_order_with_their_sha256_before_any_write(
-        world: StreamWorld) -> None:
+    world: StreamWorld,
+) -> None:
     files = world.append(5)
     with world.store() as first, world.store() as second:
         planned = OffsetLog(first, EVENTS_STREAM).head_or_plan(world.landing, 3, 5)
         assert planned is not None and planned.seq == 0
         assert [f.relpath for f in planned.plan.files] == [
-            f"events_stream/{f.path.name}" for f in files[:3]]
+            f"events_stream/{f.path.name}" for f in files[:3]
+        ]
         assert [f.sha256 for f in planned.plan.files] == [hash_file(f.path)[0] for f in files[:3]]
         assert not world.table.exists()  # fixed before anything is written
         # Another planner sees the open batch instead of planning a second one.
@@ -99,10 +102,13 @@ def test_a_holder_whose_lease_ran_out_never_applies_its_batch_twice(world: Strea
     assert isinstance(outcome, Busy) and "lost batch 0" in outcome.reason
     report = taken_over[0]
     assert [(o.seq, o.status, o.attempts) for o in report.outcomes] == [
-        (0, "committed", 2), (1, "committed", 1)]
+        (0, "committed", 2),
+        (1, "committed", 1),
+    ]
     assert world.batch_commits() == {0: 1, 1: 1}
     assert set(world.keys()) == expected_keys(files) and len(world.keys()) == len(
-        expected_keys(files))
+        expected_keys(files)
+    )
 
 
 def test_a_table_that_lost_commits_is_not_written(sqlite_world: StreamWorld) -> None:
@@ -117,8 +123,9 @@ def test_a_table_that_lost_commits_is_not_written(sqlite_world: StreamWorld) -> 
     assert not world.table.exists()
 
 
-def test_a_reset_store_cannot_claim_the_table_holds_other_files(tmp_path,
-                                                                sqlite_world: StreamWorld) -> None:
+def test_a_reset_store_cannot_claim_the_table_holds_other_files(
+    tmp_path, sqlite_world: StreamWorld
+) -> None:
     world = sqlite_world
     world.append(4)
     with world.store() as store:
@@ -135,7 +142,8 @@ def test_a_reset_store_cannot_claim_the_table_holds_other_files(tmp_path,
 
 
 def test_stream_quarantine_rows_survive_the_daily_quarantine_writers(
-        sqlite_world: StreamWorld) -> None:
+    sqlite_world: StreamWorld,
+) -> None:
     world = sqlite_world
     world.append(4)
     with world.store() as store:
@@ -143,8 +151,10 @@ def test_stream_quarantine_rows_survive_the_daily_quarantine_writers(
     stream_rows = world.quarantined()
     assert len(stream_rows) == 1
     lake = LakeResource(landing_dir=str(world.landing), lake_dir=str(world.lake))
-    for contract, window in ((EVENTS, Window(dt.date(2024, 3, 1), dt.date(2024, 3, 8))),
-                             (PRODUCT_CATALOG, Window())):
+    for contract, window in (
+        (EVENTS, Window(dt.date(2024, 3, 1), dt.date(2024, 3, 8))),
+        (PRODUCT_CATALOG, Window()),
+    ):
         batch = read_landing(lake, contract, window)  # nothing landed: an empty slice
         write_quarantine(lake, contract, batch.quarantine, window)
     assert world.quarantined() == stream_rows

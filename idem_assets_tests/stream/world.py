@@ -47,18 +47,32 @@ class StreamWorld:
         """A new connection to the world's checkpoint store."""
         return open_store(self.url)
 
-    def ingester(self, store: CheckpointStore, observer: Observer | None = None,
-                 **settings: Any) -> StreamIngester:
+    def ingester(
+        self, store: CheckpointStore, observer: Observer | None = None, **settings: Any
+    ) -> StreamIngester:
         """An ingester over this world with the given settings."""
-        return StreamIngester(store, EVENTS_STREAM, self.landing, self.table, self.quarantine,
-                              settings=StreamSettings(**settings), observer=observer)
+        return StreamIngester(
+            store,
+            EVENTS_STREAM,
+            self.landing,
+            self.table,
+            self.quarantine,
+            settings=StreamSettings(**settings),
+            observer=observer,
+        )
 
     def keys(self) -> list[Key]:
         """(event_id, ingested_at) of every row in the table, duplicates kept."""
-        rows = read_rows(self.table.open(), EVENTS_STREAM.schema,
-                         columns=["event_id", "ingested_at"])
-        return list(zip(rows.column("event_id").to_pylist(),
-                        rows.column("ingested_at").to_pylist(), strict=True))
+        rows = read_rows(
+            self.table.open(), EVENTS_STREAM.schema, columns=["event_id", "ingested_at"]
+        )
+        return list(
+            zip(
+                rows.column("event_id").to_pylist(),
+                rows.column("ingested_at").to_pylist(),
+                strict=True,
+            )
+        )
 
     def txn_version(self) -> int | None:
         """The stream's Delta txn version."""
@@ -68,8 +82,9 @@ class StreamWorld:
         """How many table commits carry each batch number (must be one each)."""
         table = self.table.open()
         history = [] if table is None else table.history()
-        return Counter(int(e[META_BATCH]) for e in history
-                       if e.get(META_STREAM) == EVENTS_STREAM.name)
+        return Counter(
+            int(e[META_BATCH]) for e in history if e.get(META_STREAM) == EVENTS_STREAM.name
+        )
 
     def batch_fingerprint(self, seq: int) -> Fingerprint:
         """Fingerprint of the rows the table holds for one batch."""
@@ -83,8 +98,13 @@ class StreamWorld:
             return []
         rows = read_rows(table)
         rows = rows.filter(pc.equal(rows.column("source"), EVENTS_STREAM.name))
-        return list(zip(rows.column("source_file").to_pylist(),
-                        rows.column("row_number").to_pylist(), strict=True))
+        return list(
+            zip(
+                rows.column("source_file").to_pylist(),
+                rows.column("row_number").to_pylist(),
+                strict=True,
+            )
+        )
 
     def trackers(self) -> list[Tracker]:
         """The offset log's trackers in batch order."""

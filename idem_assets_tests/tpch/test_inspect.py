@@ -18,9 +18,21 @@ LINEITEM = ROOT / "idem_assets" / "defs" / "tpch" / "lineitem" / "defs.yaml"
 def inspect(landing: Path, *args: str) -> dict:
     """The inspect command's JSON summary (it must exit 0)."""
     done = subprocess.run(
-        [sys.executable, "-m", "idem_assets.sources", "inspect", str(LINEITEM),
-         "--landing", str(landing), *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "idem_assets.sources",
+            "inspect",
+            str(LINEITEM),
+            "--landing",
+            str(landing),
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout)
 

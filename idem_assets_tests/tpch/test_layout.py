@@ -27,8 +27,11 @@ END = TPCH_FIRST_DAY + dt.timedelta(days=DAYS)
 
 def landed_files(landing: Path) -> dict[str, bytes]:
     """relpath -> bytes of every file under ``landing/tpch``."""
-    return {p.relative_to(landing).as_posix(): p.read_bytes()
-            for p in sorted((landing / "tpch").rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(landing).as_posix(): p.read_bytes()
+        for p in sorted((landing / "tpch").rglob("*"))
+        if p.is_file()
+    }
 
 
 def stamps(landing: Path) -> dict[str, tuple[int, int, int]]:
@@ -37,8 +40,7 @@ def stamps(landing: Path) -> dict[str, tuple[int, int, int]]:
     for path in (landing / "tpch").rglob("*"):
         if path.is_file():
             st = path.stat()
-            out[path.relative_to(landing).as_posix()] = (st.st_ino, st.st_mtime_ns,
-                                                         st.st_ctime_ns)
+            out[path.relative_to(landing).as_posix()] = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
     return out
 
 
@@ -73,19 +75,21 @@ def test_layout_has_the_declared_folders_and_names(tpch_landing):
     assert "tpch/lineitem/1992/01/04/lineitem.csv.gz" in files  # the first ship date
     for relpath in files:
         table = relpath.split("/")[1]
-        assert relpath.endswith({"orders": ".parquet", "lineitem": ".csv.gz",
-                                 "customer": ".csv"}[table]), relpath
+        assert relpath.endswith(
+            {"orders": ".parquet", "lineitem": ".csv.gz", "customer": ".csv"}[table]
+        ), relpath
     assert tpch_landing.files == {
         "orders": sum(r.startswith("tpch/orders/") for r in files),
         "lineitem": sum(r.startswith("tpch/lineitem/") for r in files),
-        "customer": 1}
+        "customer": 1,
+    }
 
 
-def test_every_order_of_the_window_lands_once_in_its_day_unchanged(tpch_landing,
-                                                                  tpchgen_output):
+def test_every_order_of_the_window_lands_once_in_its_day_unchanged(tpch_landing, tpchgen_output):
     schema = pq.read_schema(tpchgen_output.orders_parquet)
     expected = pl.read_parquet(tpchgen_output.orders_parquet).filter(
-        pl.col("o_orderdate").is_between(TPCH_FIRST_DAY, END, closed="left"))
+        pl.col("o_orderdate").is_between(TPCH_FIRST_DAY, END, closed="left")
+    )
     parts = []
     for path in sorted((tpch_landing.out_dir / "tpch" / "orders").rglob("*.parquet")):
         assert pq.read_schema(path).equals(schema, check_metadata=True)  # tpchgen's types
@@ -98,11 +102,13 @@ def test_every_order_of_the_window_lands_once_in_its_day_unchanged(tpch_landing,
     assert landed.sort("o_orderkey").equals(expected.sort("o_orderkey"))
 
 
-def test_every_lineitem_of_the_window_lands_once_as_its_original_line(tpch_landing,
-                                                                      tpchgen_output):
+def test_every_lineitem_of_the_window_lands_once_as_its_original_line(tpch_landing, tpchgen_output):
     header, *lines = io.BytesIO(tpchgen_output.lineitem_csv.read_bytes()).readlines()
-    shipdates = pl.read_csv(tpchgen_output.lineitem_csv, columns=["l_shipdate"],
-                            schema_overrides={"l_shipdate": pl.String})["l_shipdate"]
+    shipdates = pl.read_csv(
+        tpchgen_output.lineitem_csv,
+        columns=["l_shipdate"],
+        schema_overrides={"l_shipdate": pl.String},
+    )["l_shipdate"]
     window = {day.isoformat() for day in WINDOW}
     expected = sorted(line for line, day in zip(lines, shipdates, strict=True) if day in window)
     landed = []
@@ -110,8 +116,9 @@ def test_every_lineitem_of_the_window_lands_once_as_its_original_line(tpch_landi
         day = "-".join(path.parent.relative_to(path.parents[3]).parts)
         first, *rows = io.BytesIO(gzip.decompress(path.read_bytes())).readlines()
         assert first == header and rows
-        assert set(pl.read_csv(path, schema_overrides={"l_shipdate": pl.String})
-                   ["l_shipdate"]) == {day}
+        assert set(pl.read_csv(path, schema_overrides={"l_shipdate": pl.String})["l_shipdate"]) == {
+            day
+        }
         landed.extend(rows)
     assert len(landed) == len(expected) == tpch_landing.rows["lineitem"] > 0
     assert sorted(landed) == expected  # byte for byte, each line exactly once
@@ -125,9 +132,24 @@ def test_customer_snapshot_is_tpchgens_file(tpch_landing, tpchgen_output):
 
 def test_declared_columns_are_tpchs_own_names_and_types(tmp_path):
     out = tmp_path / "parquet"
-    subprocess.run([tpchgen_executable(), "parquet", "--scale-factor", f"{SCALE:g}", "--quiet",
-                    "--output-dir", str(out), "--tables", "orders", "--tables", "lineitem",
-                    "--tables", "customer"], check=True)
+    subprocess.run(
+        [
+            tpchgen_executable(),
+            "parquet",
+            "--scale-factor",
+            f"{SCALE:g}",
+            "--quiet",
+            "--output-dir",
+            str(out),
+            "--tables",
+            "orders",
+            "--tables",
+            "lineitem",
+            "--tables",
+            "customer",
+        ],
+        check=True,
+    )
     for table in ("orders", "lineitem", "customer"):
         schema = pq.read_schema(out / f"{table}.parquet")
         declared = load_source(DEFS / table / "defs.yaml").table_schema()
@@ -147,11 +169,17 @@ def test_a_missing_tpchgen_cli_is_named_with_its_package(tmp_path):
     bin_dir.mkdir()
     python = bin_dir / "python"
     python.symlink_to(base)
-    env = {"PATH": f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin",
-           "PYTHONPATH": os.pathsep.join([sysconfig.get_paths()["purelib"], str(ROOT)])}
-    done = subprocess.run([str(python), "-m", "idem_assets.sample", "tpch", "--out",
-                           str(tmp_path / "landing")], env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        "PYTHONPATH": os.pathsep.join([sysconfig.get_paths()["purelib"], str(ROOT)]),
+    }
+    done = subprocess.run(
+        [str(python), "-m", "idem_assets.sample", "tpch", "--out", str(tmp_path / "landing")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "install the PyPI package tpchgen-cli" in done.stderr
     assert not (tmp_path / "landing").exists()

@@ -28,8 +28,7 @@ DEFS = Path(__file__).resolve().parents[2] / "idem_assets" / "defs" / "tpch"
 DAILY = ("tpch_orders", "tpch_lineitem")
 SNAPSHOT = "tpch_customer"
 TABLES = (*DAILY, SNAPSHOT)
-DECLARATIONS = {"tpch_orders": "orders", "tpch_lineitem": "lineitem",
-                "tpch_customer": "customer"}
+DECLARATIONS = {"tpch_orders": "orders", "tpch_lineitem": "lineitem", "tpch_customer": "customer"}
 LANDING_CHECKS = {"rerun_equality", "unique_natural_key", "conservation", "quarantine_share"}
 LAST_DAY = TPCH_FIRST_DAY + dt.timedelta(days=DAYS - 1)
 
@@ -49,30 +48,42 @@ def materialize_tpch(project: Project) -> Pass:
     """The daily assets over the window in one run, then the customer snapshot."""
     defs = project.definitions()
     daily = [dg.AssetKey(name) for name in DAILY]
-    tags = {"dagster/asset_partition_range_start": TPCH_FIRST_DAY.isoformat(),
-            "dagster/asset_partition_range_end": LAST_DAY.isoformat()}
+    tags = {
+        "dagster/asset_partition_range_start": TPCH_FIRST_DAY.isoformat(),
+        "dagster/asset_partition_range_end": LAST_DAY.isoformat(),
+    }
     backfill = defs.resolve_implicit_job_def_def_for_assets(daily).execute_in_process(
-        tags=tags, instance=project.instance, asset_selection=daily, raise_on_error=False)
+        tags=tags, instance=project.instance, asset_selection=daily, raise_on_error=False
+    )
     snapshot = [dg.AssetKey(SNAPSHOT)]
     replace = defs.resolve_implicit_job_def_def_for_assets(snapshot).execute_in_process(
-        instance=project.instance, asset_selection=snapshot, raise_on_error=False)
+        instance=project.instance, asset_selection=snapshot, raise_on_error=False
+    )
     runs = (backfill, replace)
     metadata = {k: v for run in runs for k, v in materialization_metadata(run).items()}
-    return Pass(runs=runs, metadata=metadata,
-                versions={t: project.version(t) for t in TABLES},
-                fingerprints={t: project.table_fingerprint(t) for t in TABLES},
-                rows={t: read_rows(project.lake.table(t).open()).num_rows for t in TABLES})
+    return Pass(
+        runs=runs,
+        metadata=metadata,
+        versions={t: project.version(t) for t in TABLES},
+        fingerprints={t: project.table_fingerprint(t) for t in TABLES},
+        rows={t: read_rows(project.lake.table(t).open()).num_rows for t in TABLES},
+    )
 
 
 def landing_rows(landing: Path) -> dict[str, int]:
     """Data rows in the laid-out files, counted from the files themselves."""
     tpch = landing / "tpch"
     orders = sum(pq.read_metadata(p).num_rows for p in (tpch / "orders").rglob("*.parquet"))
-    lineitem = sum(len(io.BytesIO(gzip.decompress(p.read_bytes())).readlines()) - 1
-                   for p in (tpch / "lineitem").rglob("*.csv.gz"))
+    lineitem = sum(
+        len(io.BytesIO(gzip.decompress(p.read_bytes())).readlines()) - 1
+        for p in (tpch / "lineitem").rglob("*.csv.gz")
+    )
     [customer] = (tpch / "customer").glob("*.csv")
-    return {"tpch_orders": orders, "tpch_lineitem": lineitem,
-            "tpch_customer": len(customer.read_bytes().splitlines()) - 1}
+    return {
+        "tpch_orders": orders,
+        "tpch_lineitem": lineitem,
+        "tpch_customer": len(customer.read_bytes().splitlines()) - 1,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +92,9 @@ def tpch_project(tpch_landing, tmp_path_factory) -> Project:
     root = tmp_path_factory.mktemp("tpch_project")
     lake = LakeResource(landing_dir=str(tpch_landing.out_dir), lake_dir=str(root / "lake"))
     checkpoint = CheckpointResource(url=f"sqlite:///{root / 'state' / 'checkpoint.db'}")
-    return Project(root=root, lake=lake, checkpoint=checkpoint,
-                   instance=dg.DagsterInstance.ephemeral())
+    return Project(
+        root=root, lake=lake, checkpoint=checkpoint, instance=dg.DagsterInstance.ephemeral()
+    )
 
 
 @pytest.fixture(scope="module")

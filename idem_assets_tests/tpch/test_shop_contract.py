@@ -27,21 +27,28 @@ LAST = TPCH_FIRST_DAY + dt.timedelta(days=DAYS - 1)
 def _shop_files(landing: Path, tpchgen_output) -> tuple[int, int]:
     """TPC-H orders and customers written as the shop's exports; (orders, customers)."""
     orders = pl.read_parquet(tpchgen_output.orders_parquet).filter(
-        pl.col("o_orderdate").is_between(TPCH_FIRST_DAY, LAST))
+        pl.col("o_orderdate").is_between(TPCH_FIRST_DAY, LAST)
+    )
     stamp = pl.col("o_orderdate").dt.strftime("%Y-%m-%dT08:54:44+0000")  # Python's %z
     shop = orders.select(
-        pl.col("o_orderkey").alias("order_id"), pl.col("o_custkey").alias("customer_id"),
+        pl.col("o_orderkey").alias("order_id"),
+        pl.col("o_custkey").alias("customer_id"),
         pl.col("o_totalprice").cast(pl.String).alias("amount"),
-        pl.col("o_orderstatus").alias("status"), pl.col("o_orderdate").alias("order_date"),
-        stamp.alias("updated_at"))
+        pl.col("o_orderstatus").alias("status"),
+        pl.col("o_orderdate").alias("order_date"),
+        stamp.alias("updated_at"),
+    )
     for (day,), rows in shop.group_by("order_date"):
         folder = landing / "orders" / f"date={day}"
         folder.mkdir(parents=True)
         rows.write_csv(folder / "orders.csv")
     customers = pl.read_csv(tpchgen_output.customer_csv).select(
-        pl.col("c_custkey").alias("customer_id"), pl.col("c_name").alias("name"),
-        pl.lit(None, pl.String).alias("email"), pl.col("c_mktsegment").alias("segment"),
-        pl.lit(f"{TPCH_FIRST_DAY}T00:00:00+0000").alias("updated_at"))
+        pl.col("c_custkey").alias("customer_id"),
+        pl.col("c_name").alias("name"),
+        pl.lit(None, pl.String).alias("email"),
+        pl.col("c_mktsegment").alias("segment"),
+        pl.lit(f"{TPCH_FIRST_DAY}T00:00:00+0000").alias("updated_at"),
+    )
     folder = landing / "customers" / f"date={TPCH_FIRST_DAY}"
     folder.mkdir(parents=True)
     customers.write_csv(folder / "customers.csv")
@@ -49,29 +56,42 @@ def _shop_files(landing: Path, tpchgen_output) -> tuple[int, int]:
 
 
 def test_tpch_in_the_shops_columns_loads_every_row_and_warns_about_its_vocabulary(
-        tmp_path, tpchgen_output):
+    tmp_path, tpchgen_output
+):
     landing = tmp_path / "landing"
     orders_landed, customers_landed = _shop_files(landing, tpchgen_output)
     # The shop's declarations, given TPC-H's first day (and no downstream to request).
-    sources = [s.model_copy(update={"first_day": TPCH_FIRST_DAY, "sensor": SensorOptions()})
-               for s in (ORDERS_SOURCE, CUSTOMERS_SOURCE)]
+    sources = [
+        s.model_copy(update={"first_day": TPCH_FIRST_DAY, "sensor": SensorOptions()})
+        for s in (ORDERS_SOURCE, CUSTOMERS_SOURCE)
+    ]
     lake = LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / "lake"))
     resources = default_resources(
-        lake, CheckpointResource(url=f"sqlite:///{tmp_path / 'state.db'}"),
-        NotificationResource(base_url="http://127.0.0.1:9", token="unused"))
-    defs = dg.Definitions.merge(*(source_definitions(s) for s in sources),
-                                dg.Definitions(resources=resources))
+        lake,
+        CheckpointResource(url=f"sqlite:///{tmp_path / 'state.db'}"),
+        NotificationResource(base_url="http://127.0.0.1:9", token="unused"),
+    )
+    defs = dg.Definitions.merge(
+        *(source_definitions(s) for s in sources), dg.Definitions(resources=resources)
+    )
     keys = [dg.AssetKey("orders"), dg.AssetKey("customers")]
     job = defs.resolve_implicit_job_def_def_for_assets(keys)
     result = job.execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(), asset_selection=keys, raise_on_error=False,
-        tags={"dagster/asset_partition_range_start": TPCH_FIRST_DAY.isoformat(),
-              "dagster/asset_partition_range_end": LAST.isoformat()})
+        instance=dg.DagsterInstance.ephemeral(),
+        asset_selection=keys,
+        raise_on_error=False,
+        tags={
+            "dagster/asset_partition_range_start": TPCH_FIRST_DAY.isoformat(),
+            "dagster/asset_partition_range_end": LAST.isoformat(),
+        },
+    )
     assert result.success
     assert read_rows(lake.table("orders").open()).num_rows == orders_landed > 0
     assert read_rows(lake.table("customers").open()).num_rows == customers_landed
-    assert lake.table("quarantine").open() is None or not read_rows(
-        lake.table("quarantine").open()).num_rows
+    assert (
+        lake.table("quarantine").open() is None
+        or not read_rows(lake.table("quarantine").open()).num_rows
+    )
 
     # One evaluation per check and day of the range.
     checks: dict[tuple[str, str], list] = {}
@@ -81,9 +101,12 @@ def test_tpch_in_the_shops_columns_loads_every_row_and_warns_about_its_vocabular
     failed = {k for k, days in checks.items() if not all(e.passed for e in days)}
     assert failed == {("orders", "status_allowed"), ("customers", "segment_allowed")}
     assert {e.severity for k in failed for e in checks[k] if not e.passed} == {
-        dg.AssetCheckSeverity.WARN}
-    status = [{k: getattr(v, "value", v) for k, v in e.metadata.items()}
-              for e in checks["orders", "status_allowed"]]
+        dg.AssetCheckSeverity.WARN
+    }
+    status = [
+        {k: getattr(v, "value", v) for k, v in e.metadata.items()}
+        for e in checks["orders", "status_allowed"]
+    ]
     # F, O and P are all foreign here: every order of every day breaks the rule.
     assert sum(day["offending_rows"] for day in status) == orders_landed
     assert {v["value"] for day in status for v in day["top_values"]} <= {"F", "O", "P"}

@@ -38,7 +38,10 @@ def chromium_context() -> Iterator[BrowserContext]:
         )
     with tempfile.TemporaryDirectory(prefix="idem-chromium-") as profile, sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            profile, executable_path=str(CHROMIUM), headless=True, args=list(CHROMIUM_ARGS),
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=list(CHROMIUM_ARGS),
             viewport=VIEWPORT,  # type: ignore[arg-type]
         )
         context.set_default_timeout(UI_TIMEOUT_MS)

@@ -48,8 +48,9 @@ def page(request: pytest.FixtureRequest) -> Iterator[Page]:
         yield page
         report = getattr(request.node, "report_call", None)
         if report is not None and report.failed:
-            page.screenshot(path=str(ARTIFACTS / f"{_slug(request.node.name)}-FAILED.png"),
-                            full_page=True)
+            page.screenshot(
+                path=str(ARTIFACTS / f"{_slug(request.node.name)}-FAILED.png"), full_page=True
+            )
 
 
 @pytest.fixture

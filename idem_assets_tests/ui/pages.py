@@ -39,8 +39,9 @@ def filter_graph(page: Page, selection: str) -> None:
     raise AssertionError(f"the lineage search did not take {selection!r}: {page.url}")
 
 
-def open_asset_from_graph(page: Page, server: DagsterDev, asset: str,
-                          snap: Callable[[str], Path]) -> None:
+def open_asset_from_graph(
+    page: Page, server: DagsterDev, asset: str, snap: Callable[[str], Path]
+) -> None:
     """Lineage → filter the lake group → select the node → open it in the catalog."""
     page.goto(server.url)
     page.get_by_role("link", name=re.compile(r"\bLineage$")).click()
@@ -112,8 +113,10 @@ def latest_materialization(page: Page, server: DagsterDev, asset: str) -> dict[s
     expect(header).to_be_visible()
     return {
         "header": header.inner_text(),
-        **{key: metadata_value(page, key)
-           for key in ("committed", "fingerprint", "delta_version", "partition_range")},
+        **{
+            key: metadata_value(page, key)
+            for key in ("committed", "fingerprint", "delta_version", "partition_range")
+        },
     }
 
 
@@ -130,7 +133,7 @@ def backfill_rows(page: Page, assets: set[str]) -> dict[str, tuple[int, ...]]:
     rows = {}
     for index, line in enumerate(lines):
         if line in assets and index + 5 < len(lines) and lines[index + 1].endswith("completed"):
-            rows[line] = tuple(int(value) for value in lines[index + 2:index + 6])
+            rows[line] = tuple(int(value) for value in lines[index + 2 : index + 6])
     return rows
 
 
@@ -155,17 +158,26 @@ def _execution_history(page: Page) -> list[dict[str, str]]:
     """The open check's Execution history table, newest first: column -> cell text per row."""
     page.get_by_role("tab", name="Execution history").click()
     table = page.get_by_role("table").filter(
-        has=page.get_by_role("columnheader", name="Partition", exact=True))
+        has=page.get_by_role("columnheader", name="Partition", exact=True)
+    )
     rows = table.get_by_role("row").filter(has=page.get_by_role("cell"))
     expect(rows.first).to_be_visible()
     columns = [text.strip() for text in table.get_by_role("columnheader").all_inner_texts()]
-    return [dict(zip(columns, (text.strip() for text in row.get_by_role("cell").all_inner_texts()),
-                     strict=True))
-            for row in rows.all()]
+    return [
+        dict(
+            zip(
+                columns,
+                (text.strip() for text in row.get_by_role("cell").all_inner_texts()),
+                strict=True,
+            )
+        )
+        for row in rows.all()
+    ]
 
 
-def check_partition_statuses(page: Page, server: DagsterDev, asset: str,
-                             check: str) -> dict[str, str]:
+def check_partition_statuses(
+    page: Page, server: DagsterDev, asset: str, check: str
+) -> dict[str, str]:
     """A check's Execution history: partition -> result of its newest evaluation (Passed…)."""
     open_check(page, server, asset, check)
     statuses: dict[str, str] = {}
@@ -189,12 +201,17 @@ def _metadata_rows(scope: Locator) -> dict[str, str]:
 def check_evaluation_metadata(page: Page, partition: str) -> dict[str, str]:
     """Execution history (open check): the newest evaluation of ``partition``, its metadata
     from the row's "View metadata" dialog and its description (under "description")."""
-    description = next(row["Description"] for row in _execution_history(page)
-                       if row["Partition"] == partition)
+    description = next(
+        row["Description"] for row in _execution_history(page) if row["Partition"] == partition
+    )
     history = page.get_by_role("table").filter(
-        has=page.get_by_role("columnheader", name="Partition", exact=True))
-    row = history.get_by_role("row").filter(
-        has=page.get_by_role("cell", name=partition, exact=True)).first
+        has=page.get_by_role("columnheader", name="Partition", exact=True)
+    )
+    row = (
+        history.get_by_role("row")
+        .filter(has=page.get_by_role("cell", name=partition, exact=True))
+        .first
+    )
     row.get_by_role("button", name="metadata").click()
     dialog = page.get_by_role("dialog").filter(has=page.get_by_text("Metadata", exact=True))
     expect(dialog).to_be_visible()
@@ -210,9 +227,12 @@ def check_partition_detail(page: Page, partition: str) -> dict[str, str]:
     page.get_by_role("tab", name="Partitions").last.click()
     page.get_by_placeholder("Filter by partition…").fill(partition)
     page.locator(f'[data-tooltip="{partition}"]').click()
-    panel = page.locator("div").filter(
-        has=page.get_by_text("Latest execution", exact=True)).filter(
-        has=page.get_by_text("Metadata", exact=True)).last
+    panel = (
+        page.locator("div")
+        .filter(has=page.get_by_text("Latest execution", exact=True))
+        .filter(has=page.get_by_text("Metadata", exact=True))
+        .last
+    )
     expect(panel).to_be_visible()
     expect(panel).to_contain_text(re.compile(rf"^{re.escape(partition)}"))
     lines = [line.strip() for line in panel.inner_text().splitlines() if line.strip()]

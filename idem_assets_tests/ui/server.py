@@ -101,8 +101,11 @@ class DagsterDev:
         for event in data["logsForRun"]["events"]:
             if event["__typename"] == "AssetCheckEvaluationEvent":
                 evaluation = event["evaluation"]
-                key = ("/".join(evaluation["assetKey"]["path"]), evaluation["checkName"],
-                       evaluation["partition"])
+                key = (
+                    "/".join(evaluation["assetKey"]["path"]),
+                    evaluation["checkName"],
+                    evaluation["partition"],
+                )
                 found[key] = evaluation["success"]
         return found
 
@@ -125,8 +128,9 @@ class DagsterDev:
                 last = str(error)
             else:
                 loaded = [e for e in entries if e["loadStatus"] == "LOADED"]
-                errors = [e for e in loaded
-                          if e["locationOrLoadError"]["__typename"] == "PythonError"]
+                errors = [
+                    e for e in loaded if e["locationOrLoadError"]["__typename"] == "PythonError"
+                ]
                 if errors:
                     raise DagsterDevError(f"code location failed to load: {errors}")
                 if entries and len(loaded) == len(entries):
@@ -158,23 +162,31 @@ def dagster_dev_env(root: Path, state_url: str | None = None) -> dict[str, str]:
     """
     env = {key: value for key, value in os.environ.items() if not key.startswith("IDEM_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    env.update({
-        "DAGSTER_HOME": str(root / "dagster_home"),
-        "IDEM_LANDING_DIR": str(root / "landing"),
-        "IDEM_LAKE_DIR": str(root / "lake"),
-        "IDEM_STATE_URL": state_url or f"sqlite:///{root / 'state' / 'checkpoint.db'}",
-        # The daily assets never call the notification service; point it at a closed port.
-        "IDEM_NOTIFY_URL": f"http://127.0.0.1:{free_port()}",
-        "IDEM_NOTIFY_TOKEN": "ui-test-token",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "DAGSTER_HOME": str(root / "dagster_home"),
+            "IDEM_LANDING_DIR": str(root / "landing"),
+            "IDEM_LAKE_DIR": str(root / "lake"),
+            "IDEM_STATE_URL": state_url or f"sqlite:///{root / 'state' / 'checkpoint.db'}",
+            # The daily assets never call the notification service; point it at a closed port.
+            "IDEM_NOTIFY_URL": f"http://127.0.0.1:{free_port()}",
+            "IDEM_NOTIFY_TOKEN": "ui-test-token",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
-def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None, *,
-                      profile: Path = ROOT / "dagster.yaml",
-                      state_url: str | None = None, launcher: str = "dagster",
-                      extra_env: dict[str, str] | None = None) -> DagsterDev:
+def start_dagster_dev(
+    root: Path,
+    days: int = 4,
+    log_path: Path | None = None,
+    *,
+    profile: Path = ROOT / "dagster.yaml",
+    state_url: str | None = None,
+    launcher: str = "dagster",
+    extra_env: dict[str, str] | None = None,
+) -> DagsterDev:
     """Generate landing data, copy the instance profile into DAGSTER_HOME, start `dagster dev`.
 
     Variables a profile reads (DAGSTER_PG_* for PostgreSQL) come from this environment.
@@ -197,8 +209,9 @@ def start_dagster_dev(root: Path, days: int = 4, log_path: Path | None = None, *
     # dg runs the project from its own virtualenv: the one these tests run in.
     env["VIRTUAL_ENV"] = str(Path(sys.executable).parents[1])
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     server = DagsterDev(root=root, port=port, process=process, log_path=log_path)
     try:
         server.wait_until_loaded()

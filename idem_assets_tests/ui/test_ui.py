@@ -52,8 +52,11 @@ CHECK_COMMAND = Path(sys.executable).with_name("idem-assets")  # installed with 
 def _checks_of(asset_names: set[str]) -> set[tuple[str, str]]:
     """(asset, check) pairs the code location declares for these assets."""
     graph = defs.resolve_asset_graph()
-    return {(key.asset_key.to_user_string(), key.name) for key in graph.asset_check_keys
-            if key.asset_key.to_user_string() in asset_names}
+    return {
+        (key.asset_key.to_user_string(), key.name)
+        for key in graph.asset_check_keys
+        if key.asset_key.to_user_string() in asset_names
+    }
 
 
 def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerprint(
@@ -63,8 +66,10 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
     expect(page.get_by_role("tab", name="Checks")).to_be_visible()
     snap("orders-asset")
     expected_checks = {(asset, check, "succeeded") for asset, check in _checks_of({"orders"})}
-    assert {("orders", "rerun_equality", "succeeded"),
-            ("orders", "unique_natural_key", "succeeded")} <= expected_checks
+    assert {
+        ("orders", "rerun_equality", "succeeded"),
+        ("orders", "unique_natural_key", "succeeded"),
+    } <= expected_checks
 
     first_run = launch_one_partition(page, RERUN_DAY)
     expect(page.get_by_text(f"partition: {RERUN_DAY}")).to_be_visible()
@@ -115,16 +120,25 @@ def _corrupt_one_row(server: DagsterDev, day: str) -> None:
     rows = read_rows(table, ranges=[window])
     amounts = rows.column("amount").to_pylist()
     amounts[0] = amounts[0] + 1
-    changed = rows.set_column(rows.schema.get_field_index("amount"), "amount",
-                              pa.array(amounts, rows.schema.field("amount").type))
+    changed = rows.set_column(
+        rows.schema.get_field_index("amount"),
+        "amount",
+        pa.array(amounts, rows.schema.field("amount").type),
+    )
     write_deltalake(table, changed, mode="overwrite", predicate=conjunction([window]))
 
 
 def _check_command(server: DagsterDev, *args: str) -> subprocess.CompletedProcess[str]:
     """`idem-assets check` as CI runs it, from the project root, on the server's instance."""
-    return subprocess.run([str(CHECK_COMMAND), "check", *args], cwd=ROOT,
-                          env=dagster_dev_env(server.root),
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [str(CHECK_COMMAND), "check", *args],
+        cwd=ROOT,
+        env=dagster_dev_env(server.root),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_with_its_checks(
@@ -160,7 +174,8 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     wait_for_run_success(page)
     # One evaluation per check and day: a WARN rule fails on the day its row was planted.
     expected = {(asset, check, "succeeded") for asset, check in _checks_of(assets)} | {
-        (asset, check, "failed") for asset, check in WARNED}
+        (asset, check, "failed") for asset, check in WARNED
+    }
     assert check_lines_of_run(page) == expected
     snap("backfill-run-checks")
 
@@ -171,8 +186,7 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
         selection.fill(f"[{BACKFILL_DAYS[0]}...{BACKFILL_DAYS[-1]}]")
         selection.press("Enter")
         expect(page.get_by_text(f"{days} Partitions Selected")).to_be_visible()
-        for label in (f"Materialized ({days})", "Failed (0)", "Missing (0)",
-                      "Materializing (0)"):
+        for label in (f"Materialized ({days})", "Failed (0)", "Missing (0)", "Materializing (0)"):
             expect(page.get_by_text(label, exact=True)).to_be_visible()
         snap(f"{asset}-partitions")
 
@@ -186,22 +200,30 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     # planted warnings, each on its own day.
     run_id = run_link.rsplit("/", 1)[-1]
     evaluations = dagster_ui.check_evaluations(run_id)
-    assert set(evaluations) == {(a, c, day) for a, c in _checks_of(assets)
-                                for day in BACKFILL_DAYS}
+    assert set(evaluations) == {(a, c, day) for a, c in _checks_of(assets) for day in BACKFILL_DAYS}
     assert {key for key, passed in evaluations.items() if not passed} == {
         ("orders", "status_allowed", BACKFILL_DAYS[0]),
-        ("orders", "amount_non_negative", BACKFILL_DAYS[1])}
+        ("orders", "amount_non_negative", BACKFILL_DAYS[1]),
+    }
 
     # A row changed behind the lake's back on the middle day: CI's check command turns that
     # day red and only that day, and records it in the instance the UI reads.
     bad_day = BACKFILL_DAYS[1]
     _corrupt_one_row(dagster_ui, bad_day)
-    done = _check_command(dagster_ui, "--select", "orders", "--partition-range",
-                          f"{BACKFILL_DAYS[0]}...{BACKFILL_DAYS[-1]}")
+    done = _check_command(
+        dagster_ui,
+        "--select",
+        "orders",
+        "--partition-range",
+        f"{BACKFILL_DAYS[0]}...{BACKFILL_DAYS[-1]}",
+    )
     assert done.returncode == 1, done.stdout + done.stderr[-2000:]
     assert "1 ERROR failed" in done.stdout
-    equality = {line.split()[1]: line for line in done.stdout.splitlines()
-                if line.split()[:1] == ["orders"] and line.split()[2:3] == ["rerun_equality"]}
+    equality = {
+        line.split()[1]: line
+        for line in done.stdout.splitlines()
+        if line.split()[:1] == ["orders"] and line.split()[2:3] == ["rerun_equality"]
+    }
     assert set(equality) == set(BACKFILL_DAYS), done.stdout
     assert equality[bad_day].split()[3] == "NO" and "rows_differing=2" in equality[bad_day]
     assert all(equality[day].split()[3] == "yes" for day in BACKFILL_DAYS if day != bad_day)
@@ -225,8 +247,7 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     # Its status bar and counters: each evaluation names the materialization it checked, so
     # the days are Passed / Failed, not Missing.
     counts = check_partition_counts(page, f"[{BACKFILL_DAYS[0]}...{BACKFILL_DAYS[-1]}]")
-    assert (counts.get("Passed"), counts.get("Failed"), counts.get("Missing")) == (2, 1, 0), \
-        counts
+    assert (counts.get("Passed"), counts.get("Failed"), counts.get("Missing")) == (2, 1, 0), counts
     snap("corrupted-day-partitions")
 
     # The stored state agrees: the newest execution of each day, red for the changed one.
@@ -234,10 +255,15 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_ui.root / "dagster_home"))
     with dg.DagsterInstance.from_config(str(dagster_ui.root / "dagster_home")) as instance:
         records = instance.event_log_storage.get_asset_check_execution_history(
-            dg.AssetCheckKey(dg.AssetKey("orders"), "rerun_equality"), limit=50)
+            dg.AssetCheckKey(dg.AssetKey("orders"), "rerun_equality"), limit=50
+        )
     latest = {}
     for record in sorted(records, key=lambda r: r.create_timestamp):
         latest[record.partition] = record.status
-    expected_status = {day: AssetCheckExecutionRecordStatus.FAILED if day == bad_day
-                       else AssetCheckExecutionRecordStatus.SUCCEEDED for day in BACKFILL_DAYS}
+    expected_status = {
+        day: AssetCheckExecutionRecordStatus.FAILED
+        if day == bad_day
+        else AssetCheckExecutionRecordStatus.SUCCEEDED
+        for day in BACKFILL_DAYS
+    }
     assert {day: latest.get(day) for day in BACKFILL_DAYS} == expected_status

@@ -25,18 +25,28 @@ SCOPE_PREFIX = "notifications/"
 class NotificationsConfig(dg.Config):
     """How a notifications run sends and retries."""
 
-    max_attempts: int = Field(default=5, description="Attempts per record before it is a "
-                              "dead letter (counted across runs, restarts and workers).")
+    max_attempts: int = Field(
+        default=5,
+        description="Attempts per record before it is a "
+        "dead letter (counted across runs, restarts and workers).",
+    )
     batch_size: int = Field(default=50, description="Records claimed per lease.")
-    lease_seconds: float = Field(default=60.0, description="Lease per claimed batch; a "
-                                 "crashed worker's records are retried after it runs out.")
+    lease_seconds: float = Field(
+        default=60.0,
+        description="Lease per claimed batch; a "
+        "crashed worker's records are retried after it runs out.",
+    )
     retry_in_seconds: float | None = Field(
-        default=None, description="Backoff before a failed record is due again "
-        "(default: 30 s doubling per attempt, capped at 1 h).")
+        default=None,
+        description="Backoff before a failed record is due again "
+        "(default: 30 s doubling per attempt, capped at 1 h).",
+    )
     redrive_exhausted: bool = Field(
-        default=False, description="Re-drive this partition's dead letters before sending.")
+        default=False, description="Re-drive this partition's dead letters before sending."
+    )
     deadline_seconds: float | None = Field(
-        default=600.0, description="Stop claiming after this long; the rest waits for a retry.")
+        default=600.0, description="Stop claiming after this long; the rest waits for a retry."
+    )
 
 
 def scope_of(day: dt.date) -> str:
@@ -49,7 +59,7 @@ def day_of(scope: str) -> dt.date | None:
     if not scope.startswith(SCOPE_PREFIX):
         return None
     try:
-        return dt.date.fromisoformat(scope[len(SCOPE_PREFIX):])
+        return dt.date.fromisoformat(scope[len(SCOPE_PREFIX) :])
     except ValueError:
         return None
 
@@ -57,8 +67,10 @@ def day_of(scope: str) -> dt.date | None:
 def notification_records(orders: pa.Table, day: dt.date) -> list[OutboxRecord]:
     """The records of one day: an order in a notable status, keyed by (order, status)."""
     notable = orders.filter(
-        pc.and_(pc.is_in(orders.column("status"), pa.array(NOTIFY_STATUSES)),
-                pc.equal(orders.column("order_date"), pa.scalar(day)))
+        pc.and_(
+            pc.is_in(orders.column("status"), pa.array(NOTIFY_STATUSES)),
+            pc.equal(orders.column("order_date"), pa.scalar(day)),
+        )
     )
     records = []
     for row in sorted(notable.to_pylist(), key=lambda r: r["order_id"]):
@@ -70,11 +82,13 @@ def notification_records(orders: pa.Table, day: dt.date) -> list[OutboxRecord]:
             "amount": str(row["amount"]),
             "order_date": day.isoformat(),
         }
-        records.append(OutboxRecord(
-            record_id=f"order/{row['order_id']}/{row['status']}",
-            key=idempotency_key("order-status", row["order_id"], row["status"]),
-            payload=payload,
-        ))
+        records.append(
+            OutboxRecord(
+                record_id=f"order/{row['order_id']}/{row['status']}",
+                key=idempotency_key("order-status", row["order_id"], row["status"]),
+                payload=payload,
+            )
+        )
     return records
 
 
@@ -107,8 +121,12 @@ def notifications(
 ) -> dg.MaterializeResult:
     """Send the partition's notifications exactly once."""
     window = Window(*partition_dates(context))
-    orders = read(ORDERS_TABLE.spec, target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
-                  window, ORDERS_TABLE.schema)
+    orders = read(
+        ORDERS_TABLE.spec,
+        target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
+        window,
+        ORDERS_TABLE.schema,
+    )
     client = notifier.client()
     total = DeliveryReport()
     counts: dict[str, int] = {}
@@ -118,12 +136,19 @@ def notifications(
             scope = scope_of(day)
             if config.redrive_exhausted:
                 redriven += store.redrive(scope)
-            total.registered += register(store, scope, notification_records(orders, day),
-                                         max_attempts=config.max_attempts)
-            report = drain(store, scope, client, owner=worker_name(context.run.run_id),
-                           lease_seconds=config.lease_seconds, batch_size=config.batch_size,
-                           retry_in_seconds=config.retry_in_seconds,
-                           deadline_seconds=config.deadline_seconds)
+            total.registered += register(
+                store, scope, notification_records(orders, day), max_attempts=config.max_attempts
+            )
+            report = drain(
+                store,
+                scope,
+                client,
+                owner=worker_name(context.run.run_id),
+                lease_seconds=config.lease_seconds,
+                batch_size=config.batch_size,
+                retry_in_seconds=config.retry_in_seconds,
+                deadline_seconds=config.deadline_seconds,
+            )
             for name in ("delivered", "already_delivered", "failed", "exhausted", "lease_lost"):
                 setattr(total, name, getattr(total, name) + getattr(report, name))
             total.errors.extend(report.errors)

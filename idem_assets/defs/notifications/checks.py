@@ -30,11 +30,18 @@ def no_dead_letters(
         metadata={
             "partition_range": window.label(),
             "dead_letters": len(dead),
-            "records": dg.MetadataValue.json([
-                {"scope": t.scope, "record_id": t.record_id, "attempts": t.attempts,
-                 "redrives": t.redrive_count, "last_error": t.last_error}
-                for t in dead[:_LISTED]
-            ]),
+            "records": dg.MetadataValue.json(
+                [
+                    {
+                        "scope": t.scope,
+                        "record_id": t.record_id,
+                        "attempts": t.attempts,
+                        "redrives": t.redrive_count,
+                        "last_error": t.last_error,
+                    }
+                    for t in dead[:_LISTED]
+                ]
+            ),
         },
     )
 
@@ -60,8 +67,11 @@ def all_settled(
     return dg.AssetCheckResult(
         passed=unsettled == 0,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"partition_range": window.label(), "unsettled": unsettled,
-                  "status_counts": dg.MetadataValue.json(counts)},
+        metadata={
+            "partition_range": window.label(),
+            "unsettled": unsettled,
+            "status_counts": dg.MetadataValue.json(counts),
+        },
     )
 
 

@@ -39,9 +39,11 @@ def notification_retry_sensor(
             day = day_of(item.scope)
             if day is None or day.isoformat() not in valid:
                 continue
-            requests.append(dg.RunRequest(
-                run_key=f"retry:{item.scope}:{int(item.next_attempt_at)}",
-                partition_key=day.isoformat(),
-                tags={"idem/trigger": "notification_retry"},
-            ))
+            requests.append(
+                dg.RunRequest(
+                    run_key=f"retry:{item.scope}:{int(item.next_attempt_at)}",
+                    partition_key=day.isoformat(),
+                    tags={"idem/trigger": "notification_retry"},
+                )
+            )
     return dg.SensorResult(run_requests=requests)

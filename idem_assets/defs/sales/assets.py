@@ -1,6 +1,5 @@
 """daily_sales: revenue and order counts per day, recomputed and overwritten per partition."""
 
-
 import datetime as dt
 
 import dagster as dg

@@ -1,6 +1,5 @@
 """Checks of daily_sales, including an independent reconciliation with orders."""
 
-
 import decimal
 from collections.abc import Iterator
 
@@ -23,33 +22,53 @@ def _totals_by_day(orders: pa.Table) -> dict[object, tuple[int, decimal.Decimal]
     earning = orders.filter(pc.fill_null(earns, True))
     counts = orders.group_by("order_date").aggregate([("order_id", "count")])
     sums = earning.group_by("order_date").aggregate([("amount", "sum")])
-    revenue = dict(zip(sums.column("order_date").to_pylist(), sums.column("amount_sum").to_pylist(),
-                       strict=True))
+    revenue = dict(
+        zip(
+            sums.column("order_date").to_pylist(),
+            sums.column("amount_sum").to_pylist(),
+            strict=True,
+        )
+    )
     return {
         day: (count, revenue.get(day) or decimal.Decimal("0"))
-        for day, count in zip(counts.column("order_date").to_pylist(),
-                              counts.column("order_id_count").to_pylist(), strict=True)
+        for day, count in zip(
+            counts.column("order_date").to_pylist(),
+            counts.column("order_id_count").to_pylist(),
+            strict=True,
+        )
     }
 
 
-def _reconciles(definition: LakeAssetDef, lake: LakeResource, window: Window,
-                _: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
+def _reconciles(
+    definition: LakeAssetDef, lake: LakeResource, window: Window, _: frozenset[str]
+) -> Iterator[dg.AssetCheckResult]:
     """daily_sales agrees with the orders table it was computed from."""
-    orders = read(ORDERS_TABLE.spec, target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
-                  window, ORDERS_TABLE.schema)
-    sales = read(definition.spec, target_table(lake, definition.spec, definition.key),
-                 window, definition.schema)
+    orders = read(
+        ORDERS_TABLE.spec,
+        target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
+        window,
+        ORDERS_TABLE.schema,
+    )
+    sales = read(
+        definition.spec,
+        target_table(lake, definition.spec, definition.key),
+        window,
+        definition.schema,
+    )
     expected = _totals_by_day(orders)
-    stored = {
-        row["order_date"]: (row["orders"], row["revenue"]) for row in sales.to_pylist()
-    }
+    stored = {row["order_date"]: (row["orders"], row["revenue"]) for row in sales.to_pylist()}
     mismatches = []
     for day in sorted(set(expected) | set(stored), key=str):
         want = expected.get(day, (0, decimal.Decimal("0")))
         have = stored.get(day)
         if have is None or have[0] != want[0] or have[1] != want[1]:
-            mismatches.append({"day": str(day), "orders_table": [want[0], str(want[1])],
-                               "daily_sales": None if have is None else [have[0], str(have[1])]})
+            mismatches.append(
+                {
+                    "day": str(day),
+                    "orders_table": [want[0], str(want[1])],
+                    "daily_sales": None if have is None else [have[0], str(have[1])],
+                }
+            )
     yield dg.AssetCheckResult(
         check_name=RECONCILES_WITH_ORDERS,
         passed=not mismatches,
@@ -63,8 +82,12 @@ def _reconciles(definition: LakeAssetDef, lake: LakeResource, window: Window,
 
 
 RECONCILIATION = LakeCheck(
-    names=(CheckName(RECONCILES_WITH_ORDERS, "Per day, daily_sales order count and revenue "
-                     "equal the sums over orders."),),
+    names=(
+        CheckName(
+            RECONCILES_WITH_ORDERS,
+            "Per day, daily_sales order count and revenue equal the sums over orders.",
+        ),
+    ),
     evaluate=_reconciles,
     depends_on=(ORDERS_TABLE.key,),
 )

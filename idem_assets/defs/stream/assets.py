@@ -19,36 +19,59 @@ class StreamRunConfig(dg.Config):
     """How much one run of a stream asset takes, and how it holds its batch."""
 
     max_files_per_batch: int = Field(
-        default=_DEFAULTS.max_files_per_batch, ge=1, le=MAX_FILES_PER_BATCH,
-        description="Files fixed into one micro-batch (one Delta commit).")
+        default=_DEFAULTS.max_files_per_batch,
+        ge=1,
+        le=MAX_FILES_PER_BATCH,
+        description="Files fixed into one micro-batch (one Delta commit).",
+    )
     max_batches_per_run: int = Field(
-        default=_DEFAULTS.max_batches_per_run, ge=1,
-        description="Micro-batches one run commits before it stops; the sensor asks for more.")
+        default=_DEFAULTS.max_batches_per_run,
+        ge=1,
+        description="Micro-batches one run commits before it stops; the sensor asks for more.",
+    )
     lease_seconds: float = Field(
-        default=_DEFAULTS.lease_seconds, gt=0,
+        default=_DEFAULTS.lease_seconds,
+        gt=0,
         description="Lease on the batch being written, renewed after every file; a crashed "
-        "run's batch is taken over once it runs out.")
+        "run's batch is taken over once it runs out.",
+    )
     retry_delay_seconds: float | None = Field(
-        default=None, ge=0,
-        description="Wait before a failed batch is tried again; unset: doubling backoff from "
-        "30 s.")
+        default=None,
+        ge=0,
+        description="Wait before a failed batch is tried again; unset: doubling backoff from 30 s.",
+    )
     max_attempts: int = Field(
-        default=_DEFAULTS.max_attempts, ge=1,
-        description="Attempts a new batch gets before it is exhausted and needs a person.")
+        default=_DEFAULTS.max_attempts,
+        ge=1,
+        description="Attempts a new batch gets before it is exhausted and needs a person.",
+    )
 
     def settings(self) -> StreamSettings:
         """The library settings of this config."""
-        return StreamSettings(self.max_files_per_batch, self.max_batches_per_run,
-                              self.lease_seconds, self.retry_delay_seconds, self.max_attempts)
+        return StreamSettings(
+            self.max_files_per_batch,
+            self.max_batches_per_run,
+            self.lease_seconds,
+            self.retry_delay_seconds,
+            self.max_attempts,
+        )
 
 
 def report_metadata(report: RunReport, table_uri: str) -> dict[str, Any]:
     """Materialization metadata: batches committed / reconciled, rows, files, txn, fingerprints."""
     batches = [
-        {"batch": o.seq, "status": o.status, "files": o.files, "rows": o.rows,
-         "quarantined": o.quarantined, "raw_rows": o.raw_rows, "fingerprint": o.fingerprint,
-         "files_signature": o.signature[:16], "table_version": o.table_version,
-         "attempt": o.attempts}
+        {
+            "batch": o.seq,
+            "status": o.status,
+            "files": o.files,
+            "rows": o.rows,
+            "quarantined": o.quarantined,
+            "raw_rows": o.raw_rows,
+            "fingerprint": o.fingerprint,
+            "files_signature": o.signature[:16],
+            "table_version": o.table_version,
+            "attempt": o.attempts,
+        }
         for o in report.outcomes
     ]
     return {
@@ -73,6 +96,7 @@ def _logger(context: dg.AssetExecutionContext) -> Any:
             context.log.info(f"{STREAM.name} batch {step.seq} {step.step}: {dict(step.detail)}")
         else:
             context.log.debug(f"{STREAM.name} batch {step.seq} {step.step}: {dict(step.detail)}")
+
     return observe
 
 
@@ -81,8 +105,11 @@ def _logger(context: dg.AssetExecutionContext) -> Any:
     group_name="stream",
     owners=["team:data-platform"],
     kinds={"deltalake"},
-    metadata={"dagster/table_name": STREAM.name, "idem/strategy": "append",
-              "idem/txn_app_id": STREAM.app_id},
+    metadata={
+        "dagster/table_name": STREAM.name,
+        "idem/strategy": "append",
+        "idem/txn_app_id": STREAM.app_id,
+    },
     description=(
         "Append-only event log fed by <landing>/events_stream/: every run fixes the next "
         "micro-batches of new files (names and sha256) in the checkpoint store, then appends "
@@ -91,14 +118,25 @@ def _logger(context: dg.AssetExecutionContext) -> Any:
         "carry stream_batch and source_file. Bad rows go to quarantine (source events_stream)."
     ),
 )
-def events_stream(context: dg.AssetExecutionContext, config: StreamRunConfig, lake: LakeResource,
-                  checkpoint: CheckpointResource) -> dg.MaterializeResult:
+def events_stream(
+    context: dg.AssetExecutionContext,
+    config: StreamRunConfig,
+    lake: LakeResource,
+    checkpoint: CheckpointResource,
+) -> dg.MaterializeResult:
     """Commit the stream's pending micro-batches, oldest first."""
     table = lake.table(STREAM.name)
     with checkpoint.open() as store:
-        ingester = StreamIngester(store, STREAM, lake.landing_path, table,
-                                  lake.table(QUARANTINE_TABLE), owner=f"run:{context.run.run_id}",
-                                  settings=config.settings(), observer=_logger(context))
+        ingester = StreamIngester(
+            store,
+            STREAM,
+            lake.landing_path,
+            table,
+            lake.table(QUARANTINE_TABLE),
+            owner=f"run:{context.run.run_id}",
+            settings=config.settings(),
+            observer=_logger(context),
+        )
         report = ingester.run()
     if report.stopped == "busy":
         context.log.info(f"{STREAM.name}: another run holds the next batch ({report.detail})")

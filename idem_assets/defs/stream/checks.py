@@ -16,16 +16,18 @@ EXACTLY_ONCE_CHECK = "stream_exactly_once"
     "committed row count and only its own files, no rows belong to unfinished batches, and "
     "the Delta txn version has reached the last finished batch.",
 )
-def stream_exactly_once(lake: LakeResource, checkpoint: CheckpointResource
-                        ) -> dg.AssetCheckResult:
+def stream_exactly_once(lake: LakeResource, checkpoint: CheckpointResource) -> dg.AssetCheckResult:
     """Compare the stream table with its offset log, batch by batch."""
     with checkpoint.open() as store:
         audit = audit_stream(store, STREAM, lake.table(STREAM.name))
     return dg.AssetCheckResult(
         passed=audit.passed,
-        metadata={"batches": audit.batches, "rows": audit.rows,
-                  "txn_version": audit.txn_version if audit.txn_version is not None else -1,
-                  "problems": dg.MetadataValue.json(list(audit.problems))},
+        metadata={
+            "batches": audit.batches,
+            "rows": audit.rows,
+            "txn_version": audit.txn_version if audit.txn_version is not None else -1,
+            "problems": dg.MetadataValue.json(list(audit.problems)),
+        },
     )
 
 

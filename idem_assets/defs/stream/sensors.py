@@ -20,18 +20,23 @@ LOOKAHEAD_FILES = _DEFAULTS.max_files_per_batch * _DEFAULTS.max_batches_per_run
     "of their names and contents) or when the oldest open batch is due again (run key = batch "
     "and attempt). The same work never triggers twice; each new file triggers once.",
 )
-def events_stream_sensor(context: dg.SensorEvaluationContext, lake: LakeResource,
-                         checkpoint: CheckpointResource) -> dg.SensorResult:
+def events_stream_sensor(
+    context: dg.SensorEvaluationContext, lake: LakeResource, checkpoint: CheckpointResource
+) -> dg.SensorResult:
     """A run request for new stream files or a due batch."""
     with checkpoint.open() as store:
         look = outlook(store, STREAM, lake.landing_path, LOOKAHEAD_FILES)
     key = look.run_key()
     if key is None:
-        reason = "no new files" if look.head is None else (
-            f"batch {look.head.seq} is {look.head.tracker.status} and not due")
+        reason = (
+            "no new files"
+            if look.head is None
+            else (f"batch {look.head.seq} is {look.head.tracker.status} and not due")
+        )
         return dg.SensorResult(skip_reason=reason, cursor=context.cursor)
     if key == context.cursor:
         return dg.SensorResult(skip_reason=f"already requested {key}", cursor=key)
-    request = dg.RunRequest(run_key=key, tags={"idem/trigger": "stream",
-                                               "idem/source": STREAM.name})
+    request = dg.RunRequest(
+        run_key=key, tags={"idem/trigger": "stream", "idem/source": STREAM.name}
+    )
     return dg.SensorResult(run_requests=[request], cursor=key)

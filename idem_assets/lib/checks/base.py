@@ -31,12 +31,15 @@ if TYPE_CHECKING:
     from idem_assets.lib.lake_asset import LakeAssetDef
 
 # Evaluates the selected checks of one LakeCheck over one partition's window.
-Evaluate = Callable[["LakeAssetDef", LakeResource, Window, frozenset[str]],
-                    Iterable[dg.AssetCheckResult]]
+Evaluate = Callable[
+    ["LakeAssetDef", LakeResource, Window, frozenset[str]], Iterable[dg.AssetCheckResult]
+]
 # Evaluates them over every window of a run at once, yielding (window index, result): for a
 # check that reads the same thing for each day (a table version's keys), once per step.
-EvaluateWindows = Callable[["LakeAssetDef", LakeResource, Sequence[Window], frozenset[str]],
-                           Iterable[tuple[int, dg.AssetCheckResult]]]
+EvaluateWindows = Callable[
+    ["LakeAssetDef", LakeResource, Sequence[Window], frozenset[str]],
+    Iterable[tuple[int, dg.AssetCheckResult]],
+]
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,13 @@ class LakeCheck:
         if (self.evaluate is None) == (self.evaluate_windows is None):
             raise ValueError("a LakeCheck takes exactly one of evaluate and evaluate_windows")
 
-    def results(self, definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window],
-                wanted: frozenset[str]) -> Iterator[tuple[int, dg.AssetCheckResult]]:
+    def results(
+        self,
+        definition: LakeAssetDef,
+        lake: LakeResource,
+        windows: Sequence[Window],
+        wanted: frozenset[str],
+    ) -> Iterator[tuple[int, dg.AssetCheckResult]]:
         """(window index, result) for each selected check and window."""
         if self.evaluate_windows is not None:
             yield from self.evaluate_windows(definition, lake, windows, wanted)
@@ -78,51 +86,67 @@ class LakeCheck:
                 yield index, result
 
 
-def check_specs(definition: LakeAssetDef, checks: Sequence[LakeCheck],
-                blocking: bool) -> list[dg.AssetCheckSpec]:
+def check_specs(
+    definition: LakeAssetDef, checks: Sequence[LakeCheck], blocking: bool
+) -> list[dg.AssetCheckSpec]:
     """The asset's check specs, partitioned like the asset."""
     return [
-        dg.AssetCheckSpec(item.name, asset=definition.key, description=item.description,
-                          blocking=blocking, partitions_def=definition.partitions_def,
-                          additional_deps=list(check.depends_on))
-        for check in checks for item in check.names
+        dg.AssetCheckSpec(
+            item.name,
+            asset=definition.key,
+            description=item.description,
+            blocking=blocking,
+            partitions_def=definition.partitions_def,
+            additional_deps=list(check.depends_on),
+        )
+        for check in checks
+        for item in check.names
     ]
 
 
-def partition_windows(definition: LakeAssetDef,
-                      context: dg.AssetExecutionContext) -> list[tuple[str | None, Window]]:
+def partition_windows(
+    definition: LakeAssetDef, context: dg.AssetExecutionContext
+) -> list[tuple[str | None, Window]]:
     """(partition key, window) for each partition of the run; (None, whole table) if none."""
     partitions_def = definition.partitions_def
     if partitions_def is None:
         return [(None, Window())]
     assert isinstance(partitions_def, dg.TimeWindowPartitionsDefinition)
-    return [(key, Window(*window_dates(partitions_def.time_window_for_partition_key(key))))
-            for key in context.partition_keys]
+    return [
+        (key, Window(*window_dates(partitions_def.time_window_for_partition_key(key))))
+        for key in context.partition_keys
+    ]
 
 
-def evaluate_checks(context: dg.AssetExecutionContext, definition: LakeAssetDef,
-                    lake: LakeResource, checks: Sequence[LakeCheck],
-                    blocking: bool) -> Iterator[dg.AssetCheckEvaluation]:
+def evaluate_checks(
+    context: dg.AssetExecutionContext,
+    definition: LakeAssetDef,
+    lake: LakeResource,
+    checks: Sequence[LakeCheck],
+    blocking: bool,
+) -> Iterator[dg.AssetCheckEvaluation]:
     """One evaluation per selected check and partition of the run."""
     keys = [key for key in context.selected_asset_check_keys if key.asset_key == definition.key]
     selected = frozenset(key.name for key in keys)
     windows = partition_windows(definition, context) if selected else []
-    targets = target_materializations(context, definition.key,
-                                      [partition for partition, _ in windows])
+    targets = target_materializations(
+        context, definition.key, [partition for partition, _ in windows]
+    )
     for check in checks:
         wanted = selected & {item.name for item in check.names}
         if not wanted:
             continue
-        for index, result in check.results(definition, lake,
-                                           [window for _, window in windows], wanted):
+        for index, result in check.results(
+            definition, lake, [window for _, window in windows], wanted
+        ):
             assert result.check_name in wanted, f"unexpected check {result.check_name}"
             partition = windows[index][0]
             yield evaluation(definition.key, result, partition, blocking, targets.get(partition))
 
 
-def target_materializations(context: dg.AssetExecutionContext, asset_key: dg.AssetKey,
-                            partitions: Sequence[str | None]
-                            ) -> dict[str | None, TargetMaterialization]:
+def target_materializations(
+    context: dg.AssetExecutionContext, asset_key: dg.AssetKey, partitions: Sequence[str | None]
+) -> dict[str | None, TargetMaterialization]:
     """The newest materialization of each partition: what its check evaluations are about.
 
     Without it the UI's partition status of a check cannot tell which materialization an
@@ -132,18 +156,22 @@ def target_materializations(context: dg.AssetExecutionContext, asset_key: dg.Ass
     found: dict[str | None, TargetMaterialization] = {}
     for partition in partitions:
         records = context.instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=asset_key,
-                                  asset_partitions=None if partition is None else [partition]),
-            limit=1).records
+            dg.AssetRecordsFilter(
+                asset_key=asset_key, asset_partitions=None if partition is None else [partition]
+            ),
+            limit=1,
+        ).records
         if records:
             record = records[0]
             found[partition] = TargetMaterialization(
-                run_id=record.run_id, storage_id=record.storage_id, timestamp=record.timestamp)
+                run_id=record.run_id, storage_id=record.storage_id, timestamp=record.timestamp
+            )
     return found
 
 
-def check_outputs(context: dg.AssetExecutionContext,
-                  definition: LakeAssetDef) -> Iterator[dg.Output]:
+def check_outputs(
+    context: dg.AssetExecutionContext, definition: LakeAssetDef
+) -> Iterator[dg.Output]:
     """The (empty) outputs of the evaluated checks, so Dagster counts them as yielded."""
     for key in context.selected_asset_check_keys:
         if key.asset_key == definition.key:
@@ -151,12 +179,23 @@ def check_outputs(context: dg.AssetExecutionContext,
             yield dg.Output(None, output_name=name)
 
 
-def evaluation(asset_key: dg.AssetKey, result: dg.AssetCheckResult, partition: str | None,
-               blocking: bool,
-               target: TargetMaterialization | None = None) -> dg.AssetCheckEvaluation:
+def evaluation(
+    asset_key: dg.AssetKey,
+    result: dg.AssetCheckResult,
+    partition: str | None,
+    blocking: bool,
+    target: TargetMaterialization | None = None,
+) -> dg.AssetCheckEvaluation:
     """A check result as the evaluation of one partition."""
     assert result.check_name is not None
     return dg.AssetCheckEvaluation(
-        asset_key=asset_key, check_name=result.check_name, passed=result.passed,
-        metadata=result.metadata, severity=result.severity, description=result.description,
-        blocking=blocking, partition=partition, target_materialization_data=target)
+        asset_key=asset_key,
+        check_name=result.check_name,
+        passed=result.passed,
+        metadata=result.metadata,
+        severity=result.severity,
+        description=result.description,
+        blocking=blocking,
+        partition=partition,
+        target_materialization_data=target,
+    )

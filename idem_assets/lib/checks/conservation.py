@@ -13,8 +13,9 @@ from idem_assets.resources import LakeResource
 CONSERVATION = "conservation"
 
 
-def loaded_rows(definition: LakeAssetDef, lake: LakeResource, window: Window,
-                deduplicated: PreparedBatch) -> int:
+def loaded_rows(
+    definition: LakeAssetDef, lake: LakeResource, window: Window, deduplicated: PreparedBatch
+) -> int:
     """Rows of the deduplicated batch that the table holds (or holds a newer version of)."""
     spec = definition.spec
     table = target_table(lake, spec, definition.key).open()
@@ -23,24 +24,35 @@ def loaded_rows(definition: LakeAssetDef, lake: LakeResource, window: Window,
     if spec.strategy == "merge":
         key = spec.natural_key[0]
         keys = deduplicated.rows.column(key).combine_chunks()
-        found = read_rows(table, ranges=slice_conditions(spec, window, deduplicated),
-                          keys=(key, keys), columns=[key])
+        found = read_rows(
+            table,
+            ranges=slice_conditions(spec, window, deduplicated),
+            keys=(key, keys),
+            columns=[key],
+        )
         return len(set(found.column(key).to_pylist()))
     ranges = slice_conditions(spec, window, deduplicated)
     return read_rows(table, ranges=ranges, columns=list(spec.natural_key) or None).num_rows
 
 
-def conservation_result(definition: LakeAssetDef, lake: LakeResource, window: Window,
-                        batch: LandingBatch, deduplicated: PreparedBatch
-                        ) -> dg.AssetCheckResult:
+def conservation_result(
+    definition: LakeAssetDef,
+    lake: LakeResource,
+    window: Window,
+    batch: LandingBatch,
+    deduplicated: PreparedBatch,
+) -> dg.AssetCheckResult:
     """raw rows == loaded + duplicates dropped + quarantined, from the stored tables."""
     contract = definition.landing_source
     assert contract is not None
     loaded = loaded_rows(definition, lake, window, deduplicated)
     quarantine = lake.table(QUARANTINE_TABLE).open()
     filters = quarantine_conditions(contract, window)
-    quarantined = 0 if quarantine is None else read_rows(
-        quarantine, ranges=filters, columns=["row_number"]).num_rows
+    quarantined = (
+        0
+        if quarantine is None
+        else read_rows(quarantine, ranges=filters, columns=["row_number"]).num_rows
+    )
     duplicates = deduplicated.duplicates_dropped
     unaccounted = batch.raw_rows - (loaded + duplicates + quarantined)
     passed = unaccounted == 0 and loaded == deduplicated.rows.num_rows

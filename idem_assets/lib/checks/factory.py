@@ -18,8 +18,9 @@ UNIQUE_NATURAL_KEY = "unique_natural_key"
 _SAMPLE = 10
 
 
-def _rerun_equality(definition: LakeAssetDef, lake: LakeResource, window: Window,
-                    _: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
+def _rerun_equality(
+    definition: LakeAssetDef, lake: LakeResource, window: Window, _: frozenset[str]
+) -> Iterator[dg.AssetCheckResult]:
     spec = definition.spec
     batch = prepare(spec, definition.compute(lake, window), definition.schema)
     result = compare(spec, target_table(lake, spec, definition.key), batch, window)
@@ -39,15 +40,21 @@ def _rerun_equality(definition: LakeAssetDef, lake: LakeResource, window: Window
 
 
 RERUN_EQUALITY_CHECK = LakeCheck(
-    names=(CheckName(RERUN_EQUALITY, "Recomputes the output from the same inputs without "
-                     "writing and compares its fingerprint with the table: passes when a clean "
-                     "rerun would change nothing."),),
+    names=(
+        CheckName(
+            RERUN_EQUALITY,
+            "Recomputes the output from the same inputs without "
+            "writing and compares its fingerprint with the table: passes when a clean "
+            "rerun would change nothing.",
+        ),
+    ),
     evaluate=_rerun_equality,
 )
 
 
-def _unique_key(definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window],
-                _: frozenset[str]) -> Iterator[tuple[int, dg.AssetCheckResult]]:
+def _unique_key(
+    definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window], _: frozenset[str]
+) -> Iterator[tuple[int, dg.AssetCheckResult]]:
     """Keys of each partition's rows that appear more than once anywhere in the table.
 
     The days of a run ask about the same table version, so its keys are read and counted
@@ -67,33 +74,42 @@ def _unique_key(definition: LakeAssetDef, lake: LakeResource, windows: Sequence[
         counts, checked = repeated, frame.height
         if column is not None and window.partitioned:
             assert window.start is not None and window.end is not None
-            inside = frame.filter(pl.col(column).is_between(window.start, window.end,
-                                                            closed="left"))
+            inside = frame.filter(
+                pl.col(column).is_between(window.start, window.end, closed="left")
+            )
             checked = inside.height
             counts = counts.join(inside.select(key).unique(), on=key, how="semi")
         counts = counts.sort(key)
         surplus = int(counts["len"].sum() - counts.height) if counts.height else 0
-        yield index, dg.AssetCheckResult(
-            check_name=UNIQUE_NATURAL_KEY,
-            passed=counts.height == 0,
-            metadata={
-                "partition_range": window.label(),
-                "rows_checked": checked,
-                "duplicated_keys": counts.height,
-                "surplus_rows": surplus,
-                "sample": dg.MetadataValue.json(counts.head(_SAMPLE).to_dicts()),
-            },
+        yield (
+            index,
+            dg.AssetCheckResult(
+                check_name=UNIQUE_NATURAL_KEY,
+                passed=counts.height == 0,
+                metadata={
+                    "partition_range": window.label(),
+                    "rows_checked": checked,
+                    "duplicated_keys": counts.height,
+                    "surplus_rows": surplus,
+                    "sample": dg.MetadataValue.json(counts.head(_SAMPLE).to_dicts()),
+                },
+            ),
         )
 
 
 def unique_key_check(definition: LakeAssetDef) -> LakeCheck:
     """No natural key of a partition's rows appears twice anywhere in the table."""
     key = ", ".join(definition.spec.natural_key)
-    return LakeCheck(names=(CheckName(
-        UNIQUE_NATURAL_KEY,
-        f"Every ({key}) appears at most once in the whole table; each partition reports the "
-        "keys of its own rows (a table without a day column: the whole table)."),),
-        evaluate_windows=_unique_key)
+    return LakeCheck(
+        names=(
+            CheckName(
+                UNIQUE_NATURAL_KEY,
+                f"Every ({key}) appears at most once in the whole table; each partition "
+                "reports the keys of its own rows (a table without a day column: the whole table).",
+            ),
+        ),
+        evaluate_windows=_unique_key,
+    )
 
 
 def standard_checks(definition: LakeAssetDef) -> list[LakeCheck]:

@@ -69,7 +69,8 @@ def day_shares(batch: LandingBatch) -> list[DayShare]:
     for file in batch.files:
         raw[file.day] += file.rows
     quarantined: Counter[dt.date | None] = Counter(
-        batch.quarantine.column("partition_date").to_pylist())
+        batch.quarantine.column("partition_date").to_pylist()
+    )
     days: list[dt.date | None] = list(batch.day_signatures()) if batch.start else [None]
     return [DayShare(day, raw[day], quarantined[day]) for day in days]
 
@@ -84,8 +85,9 @@ def top_reasons(batch: LandingBatch, limit: int = _TOP_REASONS) -> dict[str, int
     return dict(counts.most_common(limit))
 
 
-def quarantine_share_result(batch: LandingBatch, threshold: float,
-                            label: str) -> dg.AssetCheckResult:
+def quarantine_share_result(
+    batch: LandingBatch, threshold: float, label: str
+) -> dg.AssetCheckResult:
     """Fails (ERROR) if a day with rows loaded none; fails (WARN) above ``threshold``."""
     shares = day_shares(batch)
     empty = [s for s in shares if s.raw and not s.loaded]
@@ -95,17 +97,29 @@ def quarantine_share_result(batch: LandingBatch, threshold: float,
     total_raw = sum(s.raw for s in shares)
     total_bad = sum(s.quarantined for s in shares)
     if empty:
-        severity, verdict = dg.AssetCheckSeverity.ERROR, (
-            f"{_days(empty)}: every one of {sum(s.raw for s in empty):,} raw row(s) was "
-            "quarantined, nothing loaded")
+        severity, verdict = (
+            dg.AssetCheckSeverity.ERROR,
+            (
+                f"{_days(empty)}: every one of {sum(s.raw for s in empty):,} raw row(s) was "
+                "quarantined, nothing loaded"
+            ),
+        )
     elif high:
-        severity, verdict = dg.AssetCheckSeverity.WARN, (
-            f"{_days(high)}: {max(s.share for s in high):.1%} of raw rows quarantined "
-            f"(threshold {threshold:.1%})")
+        severity, verdict = (
+            dg.AssetCheckSeverity.WARN,
+            (
+                f"{_days(high)}: {max(s.share for s in high):.1%} of raw rows quarantined "
+                f"(threshold {threshold:.1%})"
+            ),
+        )
     else:
-        severity, verdict = dg.AssetCheckSeverity.WARN, (
-            f"{total_bad:,} of {total_raw:,} raw row(s) quarantined, within {threshold:.1%} "
-            "per day")
+        severity, verdict = (
+            dg.AssetCheckSeverity.WARN,
+            (
+                f"{total_bad:,} of {total_raw:,} raw row(s) quarantined, within {threshold:.1%} "
+                "per day"
+            ),
+        )
     if first and (empty or high):
         verdict += f"; top reason: {first}"
     return dg.AssetCheckResult(
@@ -122,10 +136,18 @@ def quarantine_share_result(batch: LandingBatch, threshold: float,
             "days_loading_nothing": len(empty),
             "days_above_threshold": len(high),
             "top_reasons": dg.MetadataValue.json(reasons),
-            "per_day": dg.MetadataValue.json([
-                {"day": str(s.day) if s.day else "snapshot", "raw": s.raw,
-                 "quarantined": s.quarantined, "share": round(s.share, 6)}
-                for s in shares if s.raw]),
+            "per_day": dg.MetadataValue.json(
+                [
+                    {
+                        "day": str(s.day) if s.day else "snapshot",
+                        "raw": s.raw,
+                        "quarantined": s.quarantined,
+                        "share": round(s.share, 6),
+                    }
+                    for s in shares
+                    if s.raw
+                ]
+            ),
         },
     )
 
@@ -146,20 +168,28 @@ def rule_check_names(rules: Sequence[ValueRule]) -> list[str]:
     return names
 
 
-def value_rule_result(name: str, rule: ValueRule, rows: pl.DataFrame,
-                      key: Sequence[str], label: str) -> dg.AssetCheckResult:
+def value_rule_result(
+    name: str, rule: ValueRule, rows: pl.DataFrame, key: Sequence[str], label: str
+) -> dg.AssetCheckResult:
     """Counts and samples of the rows breaking ``rule``, with the rule's severity."""
     broken = rows.filter(rule.violated())
     offending = broken.height
-    values = (broken.group_by(rule.column).len().sort(["len", rule.column],
-                                                      descending=[True, False]).head(_SAMPLE))
+    values = (
+        broken.group_by(rule.column)
+        .len()
+        .sort(["len", rule.column], descending=[True, False])
+        .head(_SAMPLE)
+    )
     sample = broken.select([*dict.fromkeys([*key, rule.column])]).head(_SAMPLE)
     return dg.AssetCheckResult(
         check_name=name,
         passed=offending == 0,
         severity=_SEVERITY[rule.severity],
-        description=(f"{offending:,} of {rows.height:,} row(s) break the rule {rule.describe()}"
-                     if offending else f"every row satisfies {rule.describe()}"),
+        description=(
+            f"{offending:,} of {rows.height:,} row(s) break the rule {rule.describe()}"
+            if offending
+            else f"every row satisfies {rule.describe()}"
+        ),
         metadata={
             "partition_range": label,
             "rule": rule.describe(),
@@ -167,9 +197,11 @@ def value_rule_result(name: str, rule: ValueRule, rows: pl.DataFrame,
             "offending_rows": offending,
             "offending_share": round(offending / rows.height, 6) if rows.height else 0.0,
             "top_values": dg.MetadataValue.json(
-                [{"value": _plain(r[rule.column]), "rows": r["len"]} for r in values.to_dicts()]),
+                [{"value": _plain(r[rule.column]), "rows": r["len"]} for r in values.to_dicts()]
+            ),
             "sample": dg.MetadataValue.json(
-                [{k: _plain(v) for k, v in r.items()} for r in sample.to_dicts()]),
+                [{k: _plain(v) for k, v in r.items()} for r in sample.to_dicts()]
+            ),
         },
     )
 
@@ -186,19 +218,31 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
     share = definition.quarantine_share
     names = rule_check_names(rules)
     checks = (
-        CheckName(CONSERVATION, "Every raw landing row of the partition is accounted for: "
-                  "loaded into the table, dropped as a duplicate of a newer row, or stored in "
-                  "quarantine with a reason."),
-        CheckName(QUARANTINE_SHARE, f"At most {share:.1%} of each day's raw rows are "
-                  "quarantined (WARN above); a day with rows that loads none fails (ERROR). "
-                  "Metadata lists the top reasons."),
-        *(CheckName(name, f"Value rule ({rule.severity.upper()}): {rule.describe()}; reports "
-                    "counts and samples of breaking rows.")
-          for name, rule in zip(names, rules, strict=True)),
+        CheckName(
+            CONSERVATION,
+            "Every raw landing row of the partition is accounted for: "
+            "loaded into the table, dropped as a duplicate of a newer row, or stored in "
+            "quarantine with a reason.",
+        ),
+        CheckName(
+            QUARANTINE_SHARE,
+            f"At most {share:.1%} of each day's raw rows are "
+            "quarantined (WARN above); a day with rows that loads none fails (ERROR). "
+            "Metadata lists the top reasons.",
+        ),
+        *(
+            CheckName(
+                name,
+                f"Value rule ({rule.severity.upper()}): {rule.describe()}; reports "
+                "counts and samples of breaking rows.",
+            )
+            for name, rule in zip(names, rules, strict=True)
+        ),
     )
 
-    def evaluate(definition: LakeAssetDef, lake: LakeResource, window: Window,
-                 selected: frozenset[str]) -> Iterator[dg.AssetCheckResult]:
+    def evaluate(
+        definition: LakeAssetDef, lake: LakeResource, window: Window, selected: frozenset[str]
+    ) -> Iterator[dg.AssetCheckResult]:
         import polars as pl  # here, not at import: see idem_assets._lazy
 
         batch = read_landing(lake, contract, window)
@@ -212,7 +256,8 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
         assert isinstance(table, pl.DataFrame)
         for name, rule in zip(names, rules, strict=True):
             if name in selected:
-                yield value_rule_result(name, rule, table, definition.spec.natural_key,
-                                        window.label())
+                yield value_rule_result(
+                    name, rule, table, definition.spec.natural_key, window.label()
+                )
 
     return LakeCheck(names=checks, evaluate=evaluate)

@@ -42,12 +42,12 @@ def check_window(
     return Window(*window_dates(dg.TimeWindow(start, end)))
 
 
-def _latest_partition(context: dg.AssetCheckExecutionContext,
-                      asset_key: dg.AssetKey | None) -> str:
+def _latest_partition(context: dg.AssetCheckExecutionContext, asset_key: dg.AssetKey | None) -> str:
     key = asset_key or context.check_specs[0].asset_key
     event = context.instance.get_latest_materialization_event(key)
-    partition = event.asset_materialization.partition if event and event.asset_materialization \
-        else None
+    partition = (
+        event.asset_materialization.partition if event and event.asset_materialization else None
+    )
     if partition is None:
         raise NothingToCheckError(
             f"{key.to_user_string()} has no materialized partition yet: materialize one, or "

@@ -90,8 +90,9 @@ def file_style(day_index: int, file_index: int) -> FileStyle:
     )
 
 
-def planned(relpath: str, columns: tuple[str, ...], rows: list[dict], day_index: int,
-            file_index: int) -> PlannedFile:
+def planned(
+    relpath: str, columns: tuple[str, ...], rows: list[dict], day_index: int, file_index: int
+) -> PlannedFile:
     """A planned file whose format and style follow the rotation."""
     fmt = file_format(day_index, file_index)
     return PlannedFile(f"{relpath}.{fmt}", columns, tuple(rows), file_style(day_index, file_index))

@@ -9,10 +9,46 @@ from typing import Any
 from idem_assets.sample.sources import CUSTOMERS
 from idem_assets.sample.synthetic.common import Calendar, SourcePlan, at, planned, share
 
-FIRST_NAMES = ("Ada", "Bela", "Chen", "Dana", "Emil", "Fatma", "Goran", "Hana", "Ivo", "Jana",
-               "Kofi", "Lena", "Mika", "Nora", "Omar", "Pia", "Quinn", "Rosa", "Sven", "Tara")
-LAST_NAMES = ("Novak", "Okafor", "Berg", "Silva", "Kowalski", "Haddad", "Larsen", "Moreau",
-              "Yilmaz", "Tanaka", "Weber", "Costa", "Fischer", "Ito", "Dubois", "Ramos")
+FIRST_NAMES = (
+    "Ada",
+    "Bela",
+    "Chen",
+    "Dana",
+    "Emil",
+    "Fatma",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jana",
+    "Kofi",
+    "Lena",
+    "Mika",
+    "Nora",
+    "Omar",
+    "Pia",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+)
+LAST_NAMES = (
+    "Novak",
+    "Okafor",
+    "Berg",
+    "Silva",
+    "Kowalski",
+    "Haddad",
+    "Larsen",
+    "Moreau",
+    "Yilmaz",
+    "Tanaka",
+    "Weber",
+    "Costa",
+    "Fischer",
+    "Ito",
+    "Dubois",
+    "Ramos",
+)
 SEGMENTS = ("consumer", "consumer", "consumer", "smb", "smb", "enterprise")
 
 
@@ -49,8 +85,10 @@ def plan_customers(cal: Calendar) -> tuple[SourcePlan, list[list[int]]]:
     for k, day in enumerate(cal.dates):
         folder = f"customers/date={day.isoformat()}"
         if k == 0:
-            rows = [{**_person(i, rng), "updated_at": at(day, rng.randint(0, 8 * 3600))}
-                    for i in range(1, cal.count(400) + 1)]
+            rows = [
+                {**_person(i, rng), "updated_at": at(day, rng.randint(0, 8 * 3600))}
+                for i in range(1, cal.count(400) + 1)
+            ]
             current.update((r["customer_id"], r) for r in rows)
             half = len(rows) // 2
             plan.files.append(planned(f"{folder}/part-000", columns, rows[:half], k, 0))
@@ -72,8 +110,9 @@ def plan_customers(cal: Calendar) -> tuple[SourcePlan, list[list[int]]]:
             stale_id = rng.choice(changed_yesterday)
             newer = current[stale_id]
             older_at = newer["updated_at"] - dt.timedelta(hours=rng.randint(1, 3))
-            stale.append({**newer, "email": f"stale.{stale_id}@example.net",
-                          "updated_at": older_at})
+            stale.append(
+                {**newer, "email": f"stale.{stale_id}@example.net", "updated_at": older_at}
+            )
         current.update((r["customer_id"], r) for r in changes + arrivals)
         changed_yesterday = [r["customer_id"] for r in changes]
         plan.defects["customers_changes"] += len(changes)

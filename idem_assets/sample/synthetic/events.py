@@ -21,15 +21,18 @@ def event_id(seed: int, day: dt.date, index: int) -> str:
 
 
 def _payload(event_type: str, rng: random.Random) -> str:
-    body: dict[str, Any] = {"page": f"/products/{rng.randint(1, 80)}",
-                            "session": f"s{rng.randint(10_000, 99_999)}"}
+    body: dict[str, Any] = {
+        "page": f"/products/{rng.randint(1, 80)}",
+        "session": f"s{rng.randint(10_000, 99_999)}",
+    }
     if event_type == "purchase":
         body["value"] = f"{rng.randint(5, 500)}.{rng.randint(0, 99):02d}"
     return json.dumps(body, separators=(",", ":"), sort_keys=True)
 
 
-def _event(cal: Calendar, day: dt.date, index: int, customers: list[int], rng: random.Random
-           ) -> tuple[dict[str, Any], bool]:
+def _event(
+    cal: Calendar, day: dt.date, index: int, customers: list[int], rng: random.Random
+) -> tuple[dict[str, Any], bool]:
     late = rng.random() < 0.03
     if late:
         event_time = at(day - dt.timedelta(days=1), rng.randint(22 * 3600, 24 * 3600 - 1))
@@ -61,8 +64,14 @@ def plan_events(cal: Calendar, customers_by_day: list[list[int]]) -> SourcePlan:
             row, late = _event(cal, day, index, customers_by_day[k], rng)
             rows.append(row)
             plan.defects["events_late"] += late
-        again = [{**row, "ingested_at": at(day, rng.randint(0, 4 * 3600))}
-                 for row in rng.sample(yesterday, share(len(yesterday), 0.05))] if yesterday else []
+        again = (
+            [
+                {**row, "ingested_at": at(day, rng.randint(0, 4 * 3600))}
+                for row in rng.sample(yesterday, share(len(yesterday), 0.05))
+            ]
+            if yesterday
+            else []
+        )
         plan.defects["events_reingested"] += len(again)
         folder = f"events/date={day.isoformat()}"
         half = len(rows) // 2

@@ -20,8 +20,12 @@ from idem_assets.sample.synthetic.common import (
 CHANNELS = ("web", "app", "store")
 UNKNOWN_STATUS = "lost"
 LATE_FILE_LAG_DAYS = 3
-_NEXT_STATUS = {"placed": "paid", "paid": "shipped", "shipped": "delivered",
-                "delivered": "refunded"}
+_NEXT_STATUS = {
+    "placed": "paid",
+    "paid": "shipped",
+    "shipped": "delivered",
+    "delivered": "refunded",
+}
 
 
 def next_status(status: str, rng: random.Random) -> str:
@@ -35,8 +39,9 @@ def _columns(with_channel: bool) -> tuple[str, ...]:
     return (*ORDERS.columns, "channel") if with_channel else tuple(ORDERS.columns)
 
 
-def _new_order(order_id: int, day: dt.date, customers: list[int], rng: random.Random
-               ) -> dict[str, Any]:
+def _new_order(
+    order_id: int, day: dt.date, customers: list[int], rng: random.Random
+) -> dict[str, Any]:
     return {
         "order_id": order_id,
         "customer_id": rng.choice(customers),
@@ -52,8 +57,9 @@ def _moved(row: dict[str, Any], updated_at: dt.datetime, rng: random.Random) -> 
     return {**row, "status": next_status(row["status"], rng), "updated_at": updated_at}
 
 
-def _defects(k: int, day: dt.date, first_id: int, customers: list[int], rng: random.Random,
-             plan: SourcePlan) -> list[dict[str, Any]]:
+def _defects(
+    k: int, day: dt.date, first_id: int, customers: list[int], rng: random.Random, plan: SourcePlan
+) -> list[dict[str, Any]]:
     """A handful of odd rows: an unknown status and a negative amount, which load and are
     flagged by the declaration's WARN value rules, and a row without a version (its
     updated_at is missing), which cannot be ordered and is quarantined."""
@@ -97,22 +103,32 @@ def plan_orders(cal: Calendar, customers_by_day: list[list[int]]) -> SourcePlan:
         latest.update((row["order_id"], row) for row in redelivered)
         duplicates = rng.sample(new, share(len(new), 0.02))
         half = len(new) // 2
-        files = [(new[:half] + bad, "part-000"), (new[half:], "part-001"),
-                 (redelivered + duplicates, "part-002")]
+        files = [
+            (new[:half] + bad, "part-000"),
+            (new[half:], "part-001"),
+            (redelivered + duplicates, "part-002"),
+        ]
         for index, (rows, name) in enumerate(files):
             plan.files.append(
-                planned(f"{folder}/{name}", _columns((k + index) % 2 == 0), rows, k, index))
+                planned(f"{folder}/{name}", _columns((k + index) % 2 == 0), rows, k, index)
+            )
         plan.defects["orders_redelivered"] += len(redelivered)
         plan.defects["orders_exact_duplicates"] += len(duplicates)
         if k >= LATE_FILE_LAG_DAYS:
             _late_file(cal, k, day, ids_by_day[k - LATE_FILE_LAG_DAYS], latest, rng, plan)
-    plan.defects["orders_extra_column_files"] = sum(
-        "channel" in f.columns for f in plan.files)
+    plan.defects["orders_extra_column_files"] = sum("channel" in f.columns for f in plan.files)
     return plan
 
 
-def _late_file(cal: Calendar, k: int, day: dt.date, old_ids: list[int],
-               latest: dict[int, dict[str, Any]], rng: random.Random, plan: SourcePlan) -> None:
+def _late_file(
+    cal: Calendar,
+    k: int,
+    day: dt.date,
+    old_ids: list[int],
+    latest: dict[int, dict[str, Any]],
+    rng: random.Random,
+    plan: SourcePlan,
+) -> None:
     """Updates delivered today into the folder of the day the orders were placed."""
     old_day = cal.dates[k - LATE_FILE_LAG_DAYS]
     rows = []
