@@ -39,6 +39,55 @@ def test_a_library_layer_imports_no_dagster(layer: str):
     assert json.loads(done.stdout) == [], f"idem_assets.{layer} imports Dagster"
 
 
+# What each layer may not load: the Dagster side, and the layers above it.
+_ABOVE = (
+    "idem_assets.io_manager",
+    "idem_assets.lib",
+    "idem_assets.defs",
+    "idem_assets.resources",
+    "idem_assets.definitions",
+)
+_FORBIDDEN = {
+    "lake": (
+        *_ABOVE,
+        "idem_assets.landing",
+        "idem_assets.sources",
+        "idem_assets.stream",
+        "idem_assets.spark",
+        "idem_assets.checkpoint",
+    ),
+    "checkpoint": (*_ABOVE, "idem_assets.lake", "idem_assets.landing", "idem_assets.stream"),
+    "landing": (*_ABOVE, "idem_assets.sources", "idem_assets.stream", "idem_assets.spark"),
+    "sources": (*_ABOVE, "idem_assets.stream", "idem_assets.spark"),
+    "stream": (*_ABOVE, "idem_assets.spark"),
+    "notify": (*_ABOVE, "idem_assets.lake", "idem_assets.landing", "idem_assets.stream"),
+    "spark": _ABOVE,
+}
+_OWN_MODULES = """
+import importlib, json, sys
+importlib.import_module(sys.argv[1])
+print(json.dumps(sorted(name for name in sys.modules if name.startswith("idem_assets."))))
+"""
+
+
+@pytest.mark.parametrize("layer", sorted(_FORBIDDEN))
+def test_a_layer_imports_only_the_layers_below_it(layer: str):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _OWN_MODULES, f"idem_assets.{layer}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = json.loads(done.stdout)
+    assert f"idem_assets.{layer}" in loaded  # the probe sees the project's modules
+    upward = [m for m in loaded if any(m == f or m.startswith(f + ".") for f in _FORBIDDEN[layer])]
+    assert upward == [], f"idem_assets.{layer} imports {upward}"
+
+
 def test_the_probe_sees_dagster_where_it_is_imported():
     """The same probe on the Dagster side of Spark lists dagster: the test can fail."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
