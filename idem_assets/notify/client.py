@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from idem_assets.notify.keys import canonical_payload, idempotency_key, key_problem
+from idem_assets.notify.keys import canonical_payload, key_problem
 
-__all__ = ["DeliveryError", "DeliveryResult", "NotificationClient", "idempotency_key"]
+__all__ = ["DeliveryError", "DeliveryResult", "NotificationClient"]
 
 logger = logging.getLogger(__name__)
 

@@ -7,6 +7,8 @@ engine's (same content fingerprints). See docs/spark.md.
 """
 
 from idem_assets.lake.stored import table_fingerprint
+from idem_assets.spark.fingerprint import spark_fingerprint
+from idem_assets.spark.landing import SparkLandingBatch, read_landing_spark
 from idem_assets.spark.merge import merge_partitions_spark
 from idem_assets.spark.resource import (
     LOCAL_MASTER,
@@ -14,13 +16,7 @@ from idem_assets.spark.resource import (
     spark_config,
 )
 from idem_assets.spark.streaming import StreamSink, start_stream, with_dates_of_spark
-from idem_assets.spark.transforms import (
-    SparkDedupe,
-    SparkLandingBatch,
-    dedupe_newest_spark,
-    read_landing_spark,
-    spark_fingerprint,
-)
+from idem_assets.spark.transforms import SparkDedupe, dedupe_newest_spark
 from idem_assets.spark.writer import append_spark, overwrite_partitions_spark
 
 __all__ = [

@@ -10,7 +10,7 @@ from pyspark.sql import types as T
 from idem_assets.lake.frames import is_text
 from idem_assets.lake.predicates import quote_identifier
 
-__all__ = ["col", "conform_spark", "is_text", "spark_schema", "spark_type"]
+__all__ = ["col", "conform_spark", "spark_schema", "spark_type"]
 
 
 def spark_type(kind: pa.DataType) -> T.DataType:

@@ -1,8 +1,8 @@
 """Spark versions of the lake's transforms, with results identical to the local engine.
 
 ``dedupe_newest_spark`` keeps the row ``idem_assets.lake.dedupe_newest`` keeps, for any
-input; ``spark_fingerprint`` equals ``idem_assets.lake.fingerprint`` of the same rows and
-is computed on the executors; ``read_landing_spark`` reads landing files on the executors.
+input. The fingerprint (``spark/fingerprint.py``) and the landing reader
+(``spark/landing.py``) have modules of their own.
 """
 
 from __future__ import annotations
@@ -19,17 +19,12 @@ from idem_assets.spark.fingerprint import (
     fingerprint_aggregates,
     fingerprint_of,
     hash_parts,
-    spark_fingerprint,
 )
-from idem_assets.spark.landing import SparkLandingBatch, read_landing_spark
 from idem_assets.spark.schema import col
 
 __all__ = [
     "SparkDedupe",
-    "SparkLandingBatch",
     "dedupe_newest_spark",
-    "read_landing_spark",
-    "spark_fingerprint",
     "survivor",
     "survivor_ordering",
 ]

@@ -32,9 +32,9 @@ from idem_assets.lake.staging import (
 from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import SPARK_ERRORS, properties_for
+from idem_assets.spark.fingerprint import spark_fingerprint
 from idem_assets.spark.schema import col, conform_spark
 from idem_assets.spark.staging import stage
-from idem_assets.spark.transforms import spark_fingerprint
 
 _OUTSIDE = "idem: row outside the overwritten range"
 

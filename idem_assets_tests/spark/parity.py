@@ -10,8 +10,8 @@ from typing import Any
 from idem_assets.lake import fingerprint
 from idem_assets.lake.frames import nullable
 from idem_assets.landing import LandingBatch
+from idem_assets.spark.fingerprint import spark_fingerprint
 from idem_assets.spark.landing import SparkLandingBatch
-from idem_assets.spark.transforms import spark_fingerprint
 
 # Reasons docs/spark.md lists as worded differently: the Spark reader gives no physical
 # line numbers, and its JSON Lines "file lacks" reason does not list the file's keys.

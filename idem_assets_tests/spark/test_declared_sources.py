@@ -23,7 +23,7 @@ import pytest
 
 from idem_assets.landing import DayBeforeFirstDayError, read_days
 from idem_assets.sources import Column, LandingSource, Rule
-from idem_assets.spark.transforms import read_landing_spark
+from idem_assets.spark.landing import read_landing_spark
 from idem_assets_tests.landing.builders import parquet_bytes, put
 from idem_assets_tests.spark.parity import assert_same_read
 

@@ -10,7 +10,7 @@ import pytest
 from idem_assets.landing import read_days
 from idem_assets.landing.files import LandingFileError
 from idem_assets.sample import CUSTOMERS, EVENTS, ORDERS, generate
-from idem_assets.spark.transforms import read_landing_spark
+from idem_assets.spark.landing import read_landing_spark
 from idem_assets_tests.landing.builders import DAY, day_file, put
 from idem_assets_tests.spark.defects import write_defects
 from idem_assets_tests.spark.parity import assert_same_read
