@@ -33,6 +33,7 @@ _EXPORTS = {
     "CheckName": "idem_assets.lib.checks",
     "source_definitions": "idem_assets.lib",
     "default_resources": "idem_assets.lib",
+    "maintenance_definitions": "idem_assets.lib.maintenance",
     "CheckpointResource": "idem_assets.resources",
     "LakeResource": "idem_assets.resources",
     "NotificationResource": "idem_assets.resources",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from idem_assets.lib.maintenance import maintenance_definitions
 from idem_assets.lib.resources import default_resources
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -45,9 +46,12 @@ def project_definitions() -> dg.Definitions:
 
 
 def build_definitions(resources: dict[str, object]) -> dg.Definitions:
-    """Every domain's definitions bound to ``resources``."""
+    """Every domain's definitions, with the lake's maintenance job, bound to ``resources``."""
+    project = project_definitions()
     return dg.Definitions.merge(
-        project_definitions(), dg.Definitions(resources=resources, executor=EXECUTOR)
+        project,
+        maintenance_definitions(project),
+        dg.Definitions(resources=resources, executor=EXECUTOR),
     )
 
 

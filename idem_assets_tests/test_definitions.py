@@ -49,8 +49,12 @@ def test_definitions_hold_every_asset_check_job_schedule_and_sensor():
         "catalog_job",
         "notifications_job",
         "notifications_redrive_job",
+        "lake_maintenance_job",
     }
-    assert {s.name for s in repo.schedule_defs} == {"daily_lake_job_schedule"}
+    assert {s.name for s in repo.schedule_defs} == {
+        "daily_lake_job_schedule",
+        "lake_maintenance_schedule",
+    }
     assert {s.name for s in repo.sensor_defs} >= {
         "orders_landing_sensor",
         "customers_landing_sensor",

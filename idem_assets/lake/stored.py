@@ -90,9 +90,12 @@ def stored_batches(
         yield from parquet_batches(fs, path, schema, partition_column, data.partition_value)
 
 
-def table_fingerprint(target: LakeTable) -> Fingerprint | None:
-    """Fingerprint of a whole table (None if it does not exist), in flat memory."""
-    table = target.open()
+def table_fingerprint(target: LakeTable, table: DeltaTable | None = None) -> Fingerprint | None:
+    """Fingerprint of a whole table (None if it does not exist), in flat memory.
+
+    ``table`` pins the snapshot to fingerprint; by default the newest version.
+    """
+    table = table if table is not None else target.open()
     if table is None:
         return None
     partitions = list(table.metadata().partition_columns)

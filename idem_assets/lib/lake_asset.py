@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from idem_assets.lib.checks.base import LakeCheck
 
 LAKE_IO_MANAGER_KEY = "lake_io"
+# Asset metadata naming the columns the maintenance job Z-orders a table by.
+Z_ORDER_KEY = "idem_maintenance/z_order"
 KINDS = {"deltalake", "polars"}
 
 # Pure recomputation of an asset's output rows for a window, before deduplication:
@@ -60,6 +62,8 @@ class LakeAssetDef:
     blocking_checks: bool = False
     # When the asset runs by itself (declarative automation), e.g. lib.automation's.
     automation_condition: dg.AutomationCondition | None = None
+    # Columns the maintenance job Z-orders the table by (none: plain compaction).
+    z_order: tuple[str, ...] = ()
 
     @property
     def pool(self) -> str:
@@ -85,10 +89,12 @@ class LakeAssetDef:
             )
             for field in self.schema
         ]
+        z_order = {Z_ORDER_KEY: list(self.z_order)} if self.z_order else {}
         return {
             **self.spec.to_metadata(),
             "dagster/column_schema": dg.TableSchema(columns=columns),
             "dagster/table_name": self.name,
+            **z_order,
         }
 
 

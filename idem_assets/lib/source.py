@@ -78,6 +78,7 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
         value_rules=(*contract.check_rules, *source.derived_rules()),
         quarantine_share=source.checks.quarantine_share,
         blocking_checks=source.checks.blocking,
+        z_order=tuple(source.z_order),
     )
 
 

@@ -293,6 +293,11 @@ class LandingSource(_Declared):
         description="Merge only: columns whose [min, max] prunes the "
         "MERGE to the files it can touch.",
     )
+    z_order: tuple[str, ...] = Field(
+        default=(),
+        description="Columns the maintenance job Z-orders the table's files by (queries "
+        "filtering on them skip more files); none: plain compaction.",
+    )
     first_day: dt.date | None = Field(
         default=None, description="First partition day (daily sources, required)."
     )
@@ -446,6 +451,8 @@ def _check_source(source: LandingSource) -> None:
     need("partition_column", source.partition_column, kinds=("date",))
     for column in source.prune_columns:
         need("prune_columns", column)
+    for column in source.z_order:
+        need("z_order", column)
     for column in source.columns:
         if column.date_of is not None:
             need(f"{column.name}: date_of", column.date_of, read=True, kinds=("timestamp",))
