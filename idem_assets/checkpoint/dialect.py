@@ -39,6 +39,8 @@ class Dialect:
     # The LIMIT value meaning "no limit": SQLite rejects NULL there, PostgreSQL rejects -1.
     no_limit: int | None
     schema_lock: str | None
+    # The database's own time in epoch seconds: every lease is judged by it.
+    clock_query: str
 
     def render(self, statement: str) -> str:
         """Turn a statement from `sql` into this backend's text."""
@@ -58,12 +60,20 @@ class Dialect:
         return conn.transaction()
 
 
-SQLITE = Dialect(name="sqlite", no_limit=-1, schema_lock=None)
+SQLITE = Dialect(
+    name="sqlite",
+    no_limit=-1,
+    schema_lock=None,
+    # The operating system's clock, read by SQLite (not Python's time.time).
+    clock_query="SELECT (julianday('now') - 2440587.5) * 86400.0",
+)
 POSTGRES = Dialect(
     name="postgresql",
     no_limit=None,
     # CREATE TABLE IF NOT EXISTS is not safe against a concurrent creator on PostgreSQL.
     schema_lock=f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_KEY})",
+    # The server's clock (clock_timestamp moves inside a transaction, now() does not).
+    clock_query="SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS double precision)",
 )
 
 

@@ -48,13 +48,40 @@ if TYPE_CHECKING:
     from idem_assets.checkpoint.dialect import Connection
 
 Clock = Callable[[], float]
+# How often the store's clock is read from the database again (between reads, this
+# process's monotonic clock measures the time passed).
+CLOCK_REFRESH_SECONDS = 30.0
 
 
-def open_store(url: str, *, clock: Clock = time.time) -> CheckpointStore:
+class DatabaseClock:
+    """Epoch seconds as the database sees them, advanced by this process's monotonic clock.
+
+    Leases are compared against it, so a worker whose wall clock runs ahead (or jumps)
+    neither steals a live lease nor keeps an expired one: every worker of a store reads the
+    same clock, the database's, and a jump of the local wall clock does not move it.
+    """
+
+    def __init__(self, read: Callable[[], float], refresh: float = CLOCK_REFRESH_SECONDS) -> None:
+        self._read = read
+        self._refresh = refresh
+        self._anchor: tuple[float, float] | None = None  # (database seconds, monotonic)
+
+    def __call__(self) -> float:
+        mono = time.monotonic()
+        if self._anchor is None or mono - self._anchor[1] >= self._refresh:
+            before = time.monotonic()
+            seconds = self._read()
+            # The read happened somewhere in [before, after]; take the middle.
+            self._anchor = (seconds, (before + time.monotonic()) / 2)
+            mono = time.monotonic()
+        return self._anchor[0] + (mono - self._anchor[1])
+
+
+def open_store(url: str, *, clock: Clock | None = None) -> CheckpointStore:
     """Open (creating the schema if needed) the store at `sqlite:///path.db` or `postgresql://...`.
 
-    `clock` returns epoch seconds; every process sharing a store must agree on it within a
-    small fraction of the shortest lease.
+    Leases are judged by the database's clock (`DatabaseClock`). `clock` replaces it with
+    any function returning epoch seconds (tests use it to move time).
     """
     dialect, conn = connect(url)
     store = CheckpointStore(conn, dialect, redact_url(url), clock)
@@ -69,11 +96,13 @@ def open_store(url: str, *, clock: Clock = time.time) -> CheckpointStore:
 class CheckpointStore:
     """Per-record trackers with leases, attempts and dead letters; every change is committed."""
 
-    def __init__(self, conn: Connection, dialect: Dialect, display_url: str, clock: Clock) -> None:
+    def __init__(
+        self, conn: Connection, dialect: Dialect, display_url: str, clock: Clock | None = None
+    ) -> None:
         self._conn: Connection | None = conn
         self._dialect = dialect
         self._rendered: dict[str, str] = {}
-        self._clock = clock
+        self._clock = clock if clock is not None else DatabaseClock(self._database_seconds)
         self.url = display_url
         self.backend = dialect.name
 
@@ -322,6 +351,10 @@ class CheckpointStore:
 
     def _now(self) -> float:
         return float(self._clock())
+
+    def _database_seconds(self) -> float:
+        row = self._connection().execute(self._dialect.clock_query).fetchone()
+        return float(row[0])
 
     def _connection(self) -> Connection:
         if self._conn is None:

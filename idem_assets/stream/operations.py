@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +71,7 @@ def outlook(
         due = (
             current.tracker.status is not Status.EXHAUSTED
             and due_at is not None
-            and due_at <= (time.time() if now is None else now)
+            and due_at <= (store.now() if now is None else now)
         )
         return Outlook(source.name, current, due, ())
     return Outlook(source.name, None, False, tuple(unassigned(landing_dir, source, batches, limit)))
@@ -138,7 +137,7 @@ def _require_abandonable(log: OffsetLog, batch: LoggedBatch) -> None:
     live = (
         tracker.status is Status.IN_PROGRESS
         and tracker.lease_expires_at is not None
-        and tracker.lease_expires_at > time.time()
+        and tracker.lease_expires_at > log.store.now()
     )
     if live:
         raise StreamError(
