@@ -115,7 +115,9 @@ test: install browser
 RELIABILITY_RESULTS := $(CURDIR)/test-artifacts/reliability/make-results.jsonl
 reliability: install
 	@mkdir -p $(dir $(RELIABILITY_RESULTS)) && rm -f $(RELIABILITY_RESULTS)
-	@IDEM_RELIABILITY_RESULTS=$(RELIABILITY_RESULTS) $(VENV)/bin/pytest \
+	@IDEM_RELIABILITY_RESULTS=$(RELIABILITY_RESULTS) \
+	IDEM_SOAK_OPERATIONS=$${IDEM_SOAK_OPERATIONS:-300} IDEM_SOAK_SEED=$${IDEM_SOAK_SEED:-$$(date +%s)} \
+	$(VENV)/bin/pytest \
 		idem_assets_tests/reliability $(PYTEST_ARGS); tests=$$?; \
 	$(PY) -m idem_assets_tests.reliability.report $(RELIABILITY_RESULTS); report=$$?; \
 	if [ $$tests -ne 0 ]; then exit $$tests; fi; exit $$report

@@ -1,0 +1,144 @@
+"""A fault-injecting HTTP proxy in front of the local S3 server, in its own process.
+
+``python -m idem_assets_tests.deploy.s3_proxy UPSTREAM PORT CONTROL_FILE`` forwards every
+request to UPSTREAM and, per request, reads the faults to inject from CONTROL_FILE (JSON,
+rewritten by the test at any time):
+
+- ``error_rate``: answer 503 SlowDown without forwarding;
+- ``drop_rate``: close the connection without an answer, without forwarding;
+- ``delay_ms``: wait this long before forwarding;
+- ``lose_commit_responses``: for that many PUTs of a Delta log entry
+  (``_delta_log/<version>.json``), forward the PUT (the object is written) and then close
+  the connection: the commit landed, the writer never hears it (the ambiguous commit).
+
+Draws are seeded (``seed``) so a failing run repeats. Each injected fault is appended to
+``CONTROL_FILE.log`` as one JSON line. A separate process, because delta-rs holds the GIL
+while it waits for the network: a proxy thread in the test's interpreter could not answer.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+_LOG_ENTRY = re.compile(r"/_delta_log/\d{20}\.json$")
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
+
+
+class Control:
+    """The faults, read from the control file; shared by the proxy's threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        self.rng = random.Random(0)
+        self.seed: object = None
+        self.lost = 0
+
+    def faults(self) -> dict[str, Any]:
+        """The current settings (empty when the file is missing or half-written)."""
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if data.get("seed") != self.seed:
+            self.seed = data.get("seed")
+            self.rng = random.Random(self.seed)
+            self.lost = 0
+        return data
+
+    def draw(self) -> float:
+        """A seeded number in [0, 1)."""
+        return self.rng.random()
+
+    def note(self, fault: str, method: str, path: str) -> None:
+        """Log one injected fault."""
+        line = json.dumps({"fault": fault, "method": method, "path": path, "at": time.time()})
+        with (self.path.parent / f"{self.path.name}.log").open("a") as out:
+            out.write(line + "\n")
+
+
+def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]:
+    """A request handler forwarding to ``upstream`` with the control file's faults."""
+    target = urlsplit(upstream)
+
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+            return
+
+        def _forward(self) -> None:
+            with control.lock:
+                faults = control.faults()
+                error = control.draw() < float(faults.get("error_rate", 0.0))
+                drop = control.draw() < float(faults.get("drop_rate", 0.0))
+                lose = (
+                    self.command == "PUT"
+                    and _LOG_ENTRY.search(urlsplit(self.path).path) is not None
+                    and control.lost < int(faults.get("lose_commit_responses", 0))
+                )
+                if lose:
+                    control.lost += 1
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            delay = float(faults.get("delay_ms", 0.0))
+            if delay:
+                time.sleep(delay / 1000)
+            if drop and not lose:
+                control.note("drop", self.command, self.path)
+                self.close_connection = True
+                return
+            if error and not lose:
+                control.note("503", self.command, self.path)
+                payload = b"<Error><Code>SlowDown</Code><Message>injected</Message></Error>"
+                self.send_response(503)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                return
+            conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+            conn.request(self.command, self.path, body=body, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+            conn.close()
+            if lose:
+                control.note(f"lost response {response.status}", self.command, self.path)
+                self.close_connection = True
+                return
+            self.send_response(response.status, response.reason)
+            for key, value in response.getheaders():
+                if key.lower() not in _HOP_BY_HOP and key.lower() != "content-length":
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+    return Proxy
+
+
+def main(upstream: str, port: int, control_file: str) -> None:
+    """Serve until killed."""
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", port), handler_for(upstream, Control(Path(control_file)))
+    )
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
