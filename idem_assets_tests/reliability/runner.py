@@ -8,7 +8,8 @@ environment arms a crash point (``idem_assets.faults``); the notification token 
 from ``IDEM_NOTIFY_TOKEN``, never from the command line. With ``go_file`` the process
 imports everything, touches ``ready_file`` and waits for ``go_file`` before its first
 run, so that several processes start their runs together. The outcome of every run is
-written as JSON to ``result``.
+written as JSON to ``result``. With ``"instance": "home"`` the runs use the instance of
+``$DAGSTER_HOME`` (e.g. the PostgreSQL profile) instead of an ephemeral one.
 """
 
 from __future__ import annotations
@@ -89,8 +90,11 @@ def execute(
         if isinstance(run, str)
         else {"tags": {RANGE_START_TAG: run[0], RANGE_END_TAG: run[1]}}
     )
+    # "home": the instance DAGSTER_HOME's profile describes (e.g. PostgreSQL storage).
+    home = spec.get("instance") == "home"
+    instance = dg.DagsterInstance.get() if home else dg.DagsterInstance.ephemeral()
     result = job.execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=instance,
         run_config=spec.get("run_config"),
         asset_selection=selection,
         raise_on_error=False,

@@ -11,16 +11,20 @@ but was never recorded is replayed by the service, not delivered again).
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import time
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from idem_assets.checkpoint import Status
+from idem_assets.checkpoint import Status, open_store
 from idem_assets.defs.notifications.assets import notification_records, scope_of
 from idem_assets.lake import read_rows
 from idem_assets.notify import Faults, NotificationClient, NotificationServer
 from idem_assets_tests.fixtures.postgres import running_postgres, start_server, stop_server
 from idem_assets_tests.reliability.world import (
+    compare_lakes,
     project_at,
     record_row,
     run_child,
@@ -110,3 +114,73 @@ def test_the_checkpoint_server_going_away_mid_run_loses_and_repeats_nothing(land
         )
         assert set(counts) == expected and duplicates == 0 and lost == 0
         assert client.stats()["deliveries"] == len(expected)
+
+
+PROFILE = Path(__file__).resolve().parents[2] / "deploy" / "postgres" / "dagster.yaml"
+LAKE_TABLES = ("orders", "customers", "events", "daily_sales", "quarantine")
+
+
+def test_the_server_under_the_dagster_instance_and_the_store_going_away_mid_backfill(
+    landing, tmp_path, monkeypatch
+):
+    """The PostgreSQL profile: runs, events and the checkpoint store on one server, which
+    stops while a backfill runs and comes back; the rerun converges to a clean load."""
+    with running_postgres() as server:
+        url = server.create_database("outage")
+        parts = urlsplit(url)
+        monkeypatch.setenv("DAGSTER_PG_HOST", parts.hostname or "")
+        monkeypatch.setenv("DAGSTER_PG_PORT", str(parts.port))
+        monkeypatch.setenv("DAGSTER_PG_DB", parts.path.lstrip("/"))
+        monkeypatch.setenv("DAGSTER_PG_USERNAME", parts.username or "")
+        monkeypatch.setenv("DAGSTER_PG_PASSWORD", "unused-the-test-server-trusts-loopback")
+        home = tmp_path / "dagster_home"
+        home.mkdir()
+        shutil.copyfile(PROFILE, home / "dagster.yaml")
+        monkeypatch.setenv("DAGSTER_HOME", str(home))
+        project = project_at(tmp_path / "lake", landing, state_url=url)
+        days = ["2024-03-01", "2024-03-04"]
+
+        child = spawn_runs(
+            project,
+            tmp_path / "work",
+            "daily_lake_job",
+            [days],
+            instance="home",
+            write_lease_seconds=2.0,
+        )
+        time.sleep(4.0)  # imports done, the run under way
+        stop_server(server)
+        outage = child.wait()
+        start_server(server)
+        assert outage.returncode != 0 or not outage.runs[0]["success"], outage.tail()
+
+        wait_for_leases(url)
+        rerun = run_child(
+            project,
+            tmp_path / "work",
+            "daily_lake_job",
+            [days],
+            instance="home",
+            write_lease_seconds=2.0,
+        )
+        assert rerun.runs and rerun.runs[0]["success"], rerun.tail()
+        with open_store(url) as store:
+            held = [t for t in store.list(statuses=[Status.IN_PROGRESS])]
+        assert held == []
+
+        clean = project_at(tmp_path / "clean", landing)
+        assert clean.run_days(days[0], days[1]).success
+        found = compare_lakes(project.lake, clean.lake, LAKE_TABLES)
+        record_row(
+            "outage",
+            "postgres_instance_and_store_stopped_mid_backfill",
+            runs=2,
+            faults="PostgreSQL (runs, events, checkpoint store) stopped 4 s into a 4-day "
+            "backfill, restarted",
+            equal=found.equal,
+            duplicates=found.duplicates,
+            lost=found.lost,
+            outage_returncode=outage.returncode,
+            outage_error=(outage.runs[0]["errors"][:1] if outage.runs else outage.tail()[-300:]),
+        )
+        assert found.equal and found.lost == 0, found
