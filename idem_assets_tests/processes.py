@@ -1,10 +1,35 @@
-"""Writers in separate processes, released together."""
+"""Child processes of the tests: this checkout's Python, and writers released together."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def checkout_env(**extra: str) -> dict[str, str]:
+    """This environment with the checkout first on PYTHONPATH (and ``extra`` variables)."""
+    path = os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def run_python(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in a fresh interpreter importing this checkout; never raises on exit."""
+    return subprocess.run(
+        [sys.executable, *args],
+        env=checkout_env(),
+        cwd=CHECKOUT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def race(fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[Any]:

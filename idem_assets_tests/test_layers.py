@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from idem_assets_tests.processes import run_python
+
 LAYERS = ("landing", "lake", "checkpoint", "stream", "notify", "spark", "sources")
 _PROBE = """
 import importlib, json, sys
@@ -23,18 +20,7 @@ print(json.dumps(sorted(name for name in sys.modules
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_library_layer_imports_no_dagster(layer: str):
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, f"idem_assets.{layer}"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_python("-c", _PROBE, f"idem_assets.{layer}")
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == [], f"idem_assets.{layer} imports Dagster"
 
@@ -72,15 +58,7 @@ print(json.dumps(sorted(name for name in sys.modules if name.startswith("idem_as
 
 @pytest.mark.parametrize("layer", sorted(_FORBIDDEN))
 def test_a_layer_imports_only_the_layers_below_it(layer: str):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", _OWN_MODULES, f"idem_assets.{layer}"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_python("-c", _OWN_MODULES, f"idem_assets.{layer}")
     assert done.returncode == 0, done.stderr[-2000:]
     loaded = json.loads(done.stdout)
     assert f"idem_assets.{layer}" in loaded  # the probe sees the project's modules
@@ -90,14 +68,6 @@ def test_a_layer_imports_only_the_layers_below_it(layer: str):
 
 def test_the_probe_sees_dagster_where_it_is_imported():
     """The same probe on the Dagster side of Spark lists dagster: the test can fail."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, "idem_assets.lib.spark"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_python("-c", _PROBE, "idem_assets.lib.spark")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dagster_pyspark" in json.loads(done.stdout)

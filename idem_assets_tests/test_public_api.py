@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 import idem_assets
+from idem_assets_tests.processes import run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -24,13 +23,6 @@ _INTERNAL = (
     "idem_assets.partitions",
     "idem_assets.sources",
 )
-
-
-def _python_env() -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-    }
 
 
 @pytest.mark.parametrize("name", idem_assets.__all__)
@@ -53,14 +45,7 @@ def test_the_package_and_its_dagster_free_names_import_no_dagster():
         "import json, sys, idem_assets; idem_assets.open_store; idem_assets.Status;"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=_python_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_python("-c", probe)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == []
 

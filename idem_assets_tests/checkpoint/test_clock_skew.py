@@ -9,17 +9,13 @@ lease taken by the worker behind would look expired to everyone else at once.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from idem_assets.checkpoint import open_store
+from idem_assets_tests.processes import run_python
 
-ROOT = Path(__file__).resolve().parents[2]
 SCOPE = "skew"
 HOUR = 3600.0
 _WORKER = """
@@ -35,15 +31,7 @@ with open_store(sys.argv[1]) as store:
 
 
 def _skewed_claim(url: str, skew: float, lease: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", _WORKER, url, str(skew), str(lease)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_python("-c", _WORKER, url, str(skew), str(lease))
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 

@@ -11,9 +11,6 @@ what a clean load of the same landing files holds.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,31 +18,23 @@ import pytest
 from idem_assets.checkpoint import Status, open_store
 from idem_assets.lake import LakeTable, fingerprint, read_rows
 from idem_assets_tests.harness import new_project
+from idem_assets_tests.processes import run_python
 from idem_assets_tests.reliability.world import record_row
 
-ROOT = Path(__file__).resolve().parents[2]
 DAY = "2024-03-01"
 # Smaller than the day's orders Parquet file (~9 KB), larger than its Delta log entry.
 NO_ROOM_FOR_PARQUET = 4096
 
 
 def _run(root: Path, state_url: str, limit: int = 0) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "idem_assets_tests.reliability.disk_child",
-            str(root),
-            state_url,
-            DAY,
-            str(limit),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
+    done = run_python(
+        "-m",
+        "idem_assets_tests.reliability.disk_child",
+        str(root),
+        state_url,
+        DAY,
+        str(limit),
         timeout=300,
-        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
