@@ -106,7 +106,7 @@ def _rows_of(run: int, partition: str, result: dg.ExecuteInProcessResult) -> lis
 def tpch_window(lake: LakeResource) -> tuple[str, str] | None:
     """First and last day of the laid-out TPC-H orders, or None without TPC-H files."""
     contract = load_source(DEFS_DIR / "tpch" / "orders" / "defs.yaml").contract()
-    found = list_days(lake.landing_path, contract)
+    found = list_days(lake.landing(), contract)
     return (found[0].isoformat(), found[-1].isoformat()) if found else None
 
 
@@ -189,9 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", default=14, type=int)
     args = parser.parse_args(argv)
     lake = LakeResource()
-    start = args.start or min(list_days(lake.landing_path, ORDERS), default=None)
+    start = args.start or min(list_days(lake.landing(), ORDERS), default=None)
     if start is None:
-        parser.error(f"no landing data under {lake.landing_path}; run `make sample-data`")
+        parser.error(f"no landing data under {lake.landing_uri}; run `make sample-data`")
     days = [(start + dt.timedelta(days=i)).isoformat() for i in range(args.days)]
     tpch = tpch_window(lake)
     tables = (*TABLES, *TPCH_TABLES) if tpch else TABLES

@@ -34,6 +34,7 @@ from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets.lake import LakeTable
+from idem_assets.landing.store import LandingRoot, is_object_uri, landing_root
 from idem_assets.notify import NOTIFY_TOKEN_ENV
 from idem_assets.notify.client import NotificationClient
 
@@ -46,13 +47,17 @@ DEFAULT_LAKE_DIR = "data/lake"
 class LakeResource(dg.ConfigurableResource):
     """Locations of the raw landing files and of the Delta tables built from them.
 
-    Left unset, each path comes from its environment variable at run time
+    Left unset, each location comes from its environment variable at run time
     (``IDEM_LANDING_DIR`` / ``IDEM_LAKE_DIR``), else from the default under ``./data``.
+    Either may be a local path or an object-storage URI (``s3://bucket/prefix``); both
+    reach object storage with the same settings (``s3`` / ``storage_options``, else the
+    standard ``AWS_*`` variables).
     """
 
     landing_dir: str | None = Field(
         default=None,
-        description="Root of the landing zone; <landing>/<source>/date=YYYY-MM-DD/*. "
+        description="Root of the landing zone: a local path or s3://bucket/prefix (gs://, "
+        "az:// too); <landing>/<source>/date=YYYY-MM-DD/*. "
         f"Defaults to ${LANDING_DIR_ENV} or {DEFAULT_LANDING_DIR}.",
     )
     lake_dir: str | None = Field(
@@ -67,9 +72,9 @@ class LakeResource(dg.ConfigurableResource):
     )
     s3: S3Config | None = Field(
         default=None,
-        description="S3 or S3-compatible store for an s3:// lake_dir (dagster-deltalake "
-        "S3Config): pass credentials as dg.EnvVar. Left unset, delta-rs reads the standard "
-        "AWS_* environment variables itself.",
+        description="S3 or S3-compatible store for an s3:// lake_dir or landing_dir "
+        "(dagster-deltalake S3Config): pass credentials as dg.EnvVar. Left unset, the "
+        "standard AWS_* environment variables are read.",
     )
     reuse_file_hashes: bool = Field(
         default=True,
@@ -79,10 +84,20 @@ class LakeResource(dg.ConfigurableResource):
     )
 
     @property
-    def landing_path(self) -> Path:
-        """Resolved landing root."""
+    def landing_uri(self) -> str:
+        """The landing root as configured: an absolute local path or an object-store URI."""
         value = self.landing_dir or dg.EnvVar(LANDING_DIR_ENV).get_value(DEFAULT_LANDING_DIR)
-        return Path(value).resolve()
+        assert value is not None
+        if is_object_uri(value):
+            return value.rstrip("/")
+        return str(Path(value.removeprefix("file://")).resolve())
+
+    def landing(self) -> LandingRoot:
+        """The landing root, with the lake's object-store settings (one per operation)."""
+        where = "LakeResource.landing_dir" if self.landing_dir else f"${LANDING_DIR_ENV}"
+        uri = self.landing_uri
+        options = self.resolved_storage_options() if is_object_uri(uri) else None
+        return landing_root(uri, options, where)
 
     @property
     def lake_root(self) -> str:

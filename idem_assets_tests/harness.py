@@ -34,7 +34,7 @@ class Project:
     @property
     def landing(self) -> Path:
         """Landing root."""
-        return self.lake.landing_path
+        return Path(self.lake.landing_uri)
 
     def definitions(self) -> dg.Definitions:
         """The code location's definitions, wired to this project's dirs."""

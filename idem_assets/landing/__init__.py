@@ -1,10 +1,10 @@
 """Landing layer: reading raw files into contract-typed batches, with every row accounted for."""
 
 from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
+from idem_assets.landing.errors import LandingFileError, LandingRootError
 from idem_assets.landing.files import (
     HashCache,
     LandingFile,
-    LandingFileError,
     day_signature,
     list_days,
     snapshot_signature,
@@ -13,6 +13,7 @@ from idem_assets.landing.layout import Layout, LayoutError
 from idem_assets.landing.normalise import QUARANTINE_SCHEMA
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.landing.rules import ValueRule
+from idem_assets.landing.store import LandingRoot, landing_root
 
 __all__ = [
     "QUARANTINE_SCHEMA",
@@ -21,11 +22,14 @@ __all__ = [
     "LandingBatch",
     "LandingFile",
     "LandingFileError",
+    "LandingRoot",
+    "LandingRootError",
     "Layout",
     "LayoutError",
     "SourceContract",
     "ValueRule",
     "day_signature",
+    "landing_root",
     "list_days",
     "read_days",
     "read_snapshot",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from idem_assets.landing.files import LandingFileError
+from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.raw import RawRows, RejectedRow, raw_fields_json
 
 # Fed to the csv module after the last line: if it comes back inside a field, a quoted

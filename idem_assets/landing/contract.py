@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
@@ -77,21 +76,17 @@ class SourceContract:
         """Value rules reported by asset checks (rows are loaded)."""
         return rules_of(self.rules, "warn", "error")
 
-    def day_dir(self, landing_dir: str | Path, day: dt.date) -> Path:
-        """The folder holding this source's files for ``day``."""
+    def day_folder(self, day: dt.date) -> str:
+        """The folder holding this source's files for ``day``, relative to the landing root."""
         if not self.daily:
             raise ValueError(f"{self.name} is a snapshot source, it has no day folders")
-        return self.layout.path(landing_dir, day)
+        return self.layout.folder(day)
 
-    def root(self, landing_dir: str | Path) -> Path:
-        """The folder under which everything of this source lives."""
-        return Path(landing_dir) / self.layout.root()
-
-    def snapshot_dir(self, landing_dir: str | Path) -> Path:
-        """The folder of a snapshot source's files."""
+    def snapshot_folder(self) -> str:
+        """The folder of a snapshot source's files, relative to the landing root."""
         if self.daily:
             raise ValueError(f"{self.name} is a daily source, it has no snapshot folder")
-        return self.layout.path(landing_dir)
+        return self.layout.folder()
 
     def before_first_day(self, day: dt.date) -> bool:
         """Whether ``day`` lies before the source's first partition day."""

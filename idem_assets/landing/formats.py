@@ -11,7 +11,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from idem_assets.landing.careful import parse_csv_rows, parse_jsonl_rows
-from idem_assets.landing.files import LandingFileError
+from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.raw import RawRows, empty_raw
 
 _LINE_STARTS_BLANK = re.compile(rb"\n[\n\r \t]")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from pathlib import Path
+
+from idem_assets.landing.store import Folder, LandingRoot
 
 DEFAULT_DAILY_LAYOUT = "{source}/date={date}"
 DEFAULT_SNAPSHOT_LAYOUT = "{source}"
@@ -67,10 +68,6 @@ class Layout:
             }
         return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.template)
 
-    def path(self, landing_dir: str | Path, day: dt.date | None = None) -> Path:
-        """The folder of ``day`` under ``landing_dir``."""
-        return Path(landing_dir) / self.folder(day)
-
     def root(self) -> str:
         """The leading segments that name no day (where listing starts)."""
         fixed = []
@@ -109,29 +106,18 @@ class Layout:
         except ValueError:
             return None
 
-    def days(self, landing_dir: str | Path) -> dict[dt.date, Path]:
-        """Every existing day folder under ``landing_dir`` (not only those holding files)."""
-        base = Path(landing_dir)
-        start = base / self.root()
-        depth = len(self.segments) - (len(self.root().split("/")) if self.root() else 0)
-        if not start.is_dir() or depth <= 0:
+    def days(self, root: LandingRoot) -> dict[dt.date, Folder]:
+        """Every existing day folder under ``root`` (not only those holding files)."""
+        fixed = self.root()
+        depth = len(self.segments) - (len(fixed.split("/")) if fixed else 0)
+        if depth <= 0:
             return {}
-        found: dict[dt.date, Path] = {}
-        level = [start]
-        for _ in range(depth):
-            level = [child for folder in level for child in _subfolders(folder)]
-        for folder in level:
-            day = self.parse(folder.relative_to(base).as_posix())
+        found: dict[dt.date, Folder] = {}
+        for relpath, folder in root.tree(fixed, depth).items():
+            day = self.parse(relpath)
             if day is not None:
                 found[day] = folder
         return found
-
-
-def _subfolders(folder: Path) -> list[Path]:
-    try:
-        return [entry for entry in folder.iterdir() if entry.is_dir()]
-    except OSError:
-        return []
 
 
 def _names(text: str) -> list[str]:

@@ -7,24 +7,24 @@ import hashlib
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pyarrow as pa
 
 from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
+from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.files import (
     Discovery,
+    Landing,
     LandingFile,
-    LandingFileError,
     discover_day,
     discover_snapshot,
     file_format,
     files_signature,
     is_gzip,
-    relpath_of,
 )
 from idem_assets.landing.formats import read_raw
 from idem_assets.landing.normalise import QUARANTINE_SCHEMA, empty_rows, normalise
+from idem_assets.landing.store import LandingRoot, landing_root
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class LandingBatch:
 @dataclass
 class _Accumulator:
     contract: SourceContract
-    landing_dir: Path
+    root: LandingRoot
     rows: list[pa.Table] = field(default_factory=list)
     quarantine: list[pa.Table] = field(default_factory=list)
     files: list[LandingFile] = field(default_factory=list)
@@ -84,12 +84,14 @@ class _Accumulator:
             for f in self.contract.schema
             if pa.types.is_string(f.type)
         )
-        for path in found.files:
-            relpath = relpath_of(self.landing_dir, path)
-            data = path.read_bytes()  # parsed and hashed from the same bytes
-            fmt = file_format(path)
+        for item in found.files:
+            relpath = item.relpath
+            # The listed object's bytes (refused if it changed since it was listed),
+            # parsed and hashed from the same bytes.
+            data = self.root.read(item)
+            fmt = file_format(relpath)
             assert fmt is not None
-            content = _gunzip(data, relpath) if is_gzip(path) else data
+            content = _gunzip(data, relpath) if is_gzip(relpath) else data
             raw = read_raw(content, fmt, relpath, string_columns, self.contract.csv_delimiter)
             result = normalise(raw, self.contract, relpath, partition_date)
             self.rows.append(result.rows)
@@ -100,7 +102,7 @@ class _Accumulator:
                 self.notes[relpath] = raw.notes
             digest = hashlib.sha256(data).hexdigest()
             self.files.append(
-                LandingFile(path, relpath, fmt, len(data), digest, raw.raw_rows, partition_date)
+                LandingFile(relpath, fmt, len(data), digest, raw.raw_rows, partition_date)
             )
 
     def batch(self, start: dt.date | None, end: dt.date | None) -> LandingBatch:
@@ -155,10 +157,16 @@ def _gunzip(data: bytes, relpath: str) -> bytes:
 
 
 def read_days(
-    landing_dir: str | Path, contract: SourceContract, start: dt.date, end: dt.date
+    landing: Landing,
+    contract: SourceContract,
+    start: dt.date,
+    end: dt.date,
+    found: Mapping[dt.date, Discovery] | None = None,
 ) -> LandingBatch:
     """Read the days [start, end) of a daily source; raises LandingFileError on unreadable files.
 
+    ``found`` are the days' discoveries when the caller listed them already (so what is
+    read is exactly what it signed); files changed since are refused, naming the file.
     Days before the source's first partition day raise ``DayBeforeFirstDayError``.
     """
     if not contract.daily:
@@ -172,17 +180,22 @@ def read_days(
     ]
     if early:
         raise DayBeforeFirstDayError(contract, early)
-    acc = _Accumulator(contract, Path(landing_dir))
+    root = landing_root(landing)
+    acc = _Accumulator(contract, root)
     for offset in range((end - start).days):
         day = start + dt.timedelta(days=offset)
-        acc.read(discover_day(landing_dir, contract, day), day)
+        listed = found.get(day) if found is not None else None
+        acc.read(listed if listed is not None else discover_day(root, contract, day), day)
     return acc.batch(start, end)
 
 
-def read_snapshot(landing_dir: str | Path, contract: SourceContract) -> LandingBatch:
+def read_snapshot(
+    landing: Landing, contract: SourceContract, found: Discovery | None = None
+) -> LandingBatch:
     """Read the newest snapshot file: the greatest file name in the snapshot folder."""
     if contract.daily:
         raise ValueError(f"{contract.name} is a daily source; use read_days")
-    acc = _Accumulator(contract, Path(landing_dir))
-    acc.read(discover_snapshot(landing_dir, contract), None)
+    root = landing_root(landing)
+    acc = _Accumulator(contract, root)
+    acc.read(found if found is not None else discover_snapshot(root, contract), None)
     return acc.batch(None, None)

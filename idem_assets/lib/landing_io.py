@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import json
 
@@ -15,28 +16,66 @@ from idem_assets.io_manager import TableOutput, Window
 from idem_assets.io_manager.noop import same_inputs
 from idem_assets.io_manager.tracking import SettledWrite, last_settled
 from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.files import HashCache, day_signature, snapshot_signature
+from idem_assets.landing.files import (
+    Discovery,
+    HashCache,
+    discover_days,
+    discover_snapshot,
+    signature_of,
+)
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, replace_quarantine
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
+from idem_assets.landing.store import LandingRoot
 from idem_assets.lib.lake_asset import LakeAssetDef
 from idem_assets.lib.landing_report import (
     add_asset_metadata,
     landing_metadata,
     listed,
-    unread_files,
     warn_unread,
 )
 from idem_assets.resources import CheckpointResource, LakeResource, SparkResource
 
 
-def read_landing(lake: LakeResource, contract: SourceContract, window: Window) -> LandingBatch:
-    """The landing batch of a source for a window (daily) or its newest snapshot."""
+@dataclasses.dataclass(frozen=True)
+class WindowListing:
+    """One listing of a window's landing folders: what is signed is exactly what is read."""
+
+    root: LandingRoot
+    days: dict[dt.date, Discovery]  # daily sources
+    snapshot: Discovery | None = None  # snapshot sources
+
+    @property
+    def discoveries(self) -> list[Discovery]:
+        """Every folder's discovery, in day order (or the snapshot's)."""
+        return [self.snapshot] if self.snapshot is not None else list(self.days.values())
+
+    def ignored(self) -> dict[str, str]:
+        """Files in the window's folders that the reader leaves alone, and why."""
+        return {path: why for found in self.discoveries for path, why in found.ignored.items()}
+
+
+def list_window(lake: LakeResource, contract: SourceContract, window: Window) -> WindowListing:
+    """List the window's landing folders once (the root must exist)."""
+    root = lake.landing()
     if contract.daily:
         if not window.partitioned:
             raise ValueError(f"{contract.name} is daily: it needs a partition window")
+        return WindowListing(root, discover_days(root, contract, window.days()))
+    return WindowListing(root, {}, discover_snapshot(root, contract))
+
+
+def read_landing(
+    lake: LakeResource,
+    contract: SourceContract,
+    window: Window,
+    listing: WindowListing | None = None,
+) -> LandingBatch:
+    """The landing batch of a source for a window (daily) or its newest snapshot."""
+    listing = listing or list_window(lake, contract, window)
+    if contract.daily:
         assert window.start is not None and window.end is not None
-        return read_days(lake.landing_path, contract, window.start, window.end)
-    return read_snapshot(lake.landing_path, contract)
+        return read_days(listing.root, contract, window.start, window.end, listing.days)
+    return read_snapshot(listing.root, contract, listing.snapshot)
 
 
 def write_quarantine(
@@ -47,15 +86,13 @@ def write_quarantine(
 
 
 def input_signature(
-    definition: LakeAssetDef, lake: LakeResource, window: Window, cache: HashCache | None = None
+    definition: LakeAssetDef,
+    listing: WindowListing,
+    window: Window,
+    cache: HashCache | None = None,
 ) -> str:
     """Digest of everything an asset's output depends on: landing bytes, code, window."""
-    contract = definition.landing_source
-    assert contract is not None
-    if contract.daily:
-        inputs = [day_signature(lake.landing_path, contract, day, cache) for day in window.days()]
-    else:
-        inputs = [snapshot_signature(lake.landing_path, contract, cache)]
+    inputs = [signature_of(listing.root, found, cache) for found in listing.discoveries]
     described = json.dumps(
         {
             "asset": definition.name,
@@ -88,16 +125,17 @@ def landing_output(
     with checkpoint.open() as store:
         settled = last_settled(store, definition.name, window)
     cache = HashCache(settled.input_hashes if settled and lake.reuse_file_hashes else None)
-    signature = input_signature(definition, lake, window, cache)
+    listing = list_window(lake, contract, window)
+    signature = input_signature(definition, listing, window, cache)
     add_asset_metadata(
         context, {"input_files_hashed": cache.hashed, "input_files_hash_reused": cache.reused}
     )
-    if _inputs_unchanged(context, lake, definition, window, signature, settled):
+    if _inputs_unchanged(context, lake, definition, listing, window, signature, settled):
         return TableOutput.unchanged_inputs(signature, cache.kept())
     if spark is not None:
-        output = _spark_output(context, lake, spark, definition, window, signature)
+        output = _spark_output(context, lake, spark, definition, window, signature, listing)
     else:
-        rows = load_landing(context, lake, contract, window)
+        rows = load_landing(context, lake, contract, window, listing)
         output = TableOutput(definition.derive(rows) if definition.derive else rows, signature)
     return dataclasses.replace(output, input_hashes=cache.kept())
 
@@ -106,15 +144,14 @@ def _inputs_unchanged(
     context: dg.AssetExecutionContext,
     lake: LakeResource,
     definition: LakeAssetDef,
+    listing: WindowListing,
     window: Window,
     signature: str,
     settled: SettledWrite | None,
 ) -> bool:
     if not same_inputs(settled, signature, lake.table(definition.name).open):
         return False
-    contract = definition.landing_source
-    assert contract is not None
-    ignored = unread_files(lake, contract, window)
+    ignored = listing.ignored()
     add_asset_metadata(
         context,
         {
@@ -137,6 +174,7 @@ def _spark_output(
     definition: LakeAssetDef,
     window: Window,
     signature: str,
+    listing: WindowListing,
 ) -> TableOutput:
     """Landing rows read by Spark executors; only the (small) quarantine reaches the driver."""
     from idem_assets.spark import read_landing_spark
@@ -144,7 +182,7 @@ def _spark_output(
     contract = definition.landing_source
     assert contract is not None and window.start is not None and window.end is not None
     batch = read_landing_spark(
-        spark.session(), lake.landing_path, contract, window.start, window.end
+        spark.session(), listing.root, contract, window.start, window.end, listing.days
     ).persist()
     valid, bad = batch.counts()
     quarantine = batch.quarantine.toArrow()
@@ -176,9 +214,10 @@ def load_landing(
     lake: LakeResource,
     contract: SourceContract,
     window: Window,
+    listing: WindowListing | None = None,
 ) -> pa.Table:
     """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows."""
-    batch = read_landing(lake, contract, window)
+    batch = read_landing(lake, contract, window, listing)
     version = write_quarantine(lake, contract, batch.quarantine, window)
     add_asset_metadata(context, landing_metadata(batch, version))
     if batch.quarantine.num_rows:

@@ -8,11 +8,8 @@ from typing import Any
 
 import dagster as dg
 
-from idem_assets.io_manager import Window
-from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.files import discover_day, discover_snapshot, is_hidden
+from idem_assets.landing.files import is_hidden
 from idem_assets.landing.reader import LandingBatch
-from idem_assets.resources import LakeResource
 
 MAX_LISTED_FILES = 50
 
@@ -66,12 +63,3 @@ def warn_unread(context: dg.AssetExecutionContext, ignored: Mapping[str, str]) -
     ]
     for relpath, why in unread[:MAX_LISTED_FILES]:
         context.log.warning(f"landing file {relpath} was not read: {why}")
-
-
-def unread_files(lake: LakeResource, contract: SourceContract, window: Window) -> dict[str, str]:
-    """Files in the window's landing folders that the reader leaves alone (listing only)."""
-    if contract.daily:
-        found = [discover_day(lake.landing_path, contract, day) for day in window.days()]
-    else:
-        found = [discover_snapshot(lake.landing_path, contract)]
-    return {path: why for item in found for path, why in item.ignored.items()}

@@ -8,31 +8,33 @@ its log and its skip reason instead of requesting a run Dagster would refuse.
 
 import datetime as dt
 import json
-import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from idem_assets.landing import day_signature, list_days, snapshot_signature
 from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.files import file_format, is_hidden
+from idem_assets.landing.files import (
+    Discovery,
+    classify,
+    day_folders,
+    discover_snapshot,
+    formats_of,
+    listing_hint,
+    signature_of,
+)
+from idem_assets.landing.store import LandingRoot
 from idem_assets.resources import LakeResource
 
-_CURSOR_VERSION = 2
+_CURSOR_VERSION = 3
 
 
-def folder_stat(folder: Path, contract: SourceContract) -> str:
-    """Cheap listing signature (names, sizes, mtimes); content is hashed only if it moves."""
-    if not folder.is_dir():
-        return ""
-    entries = sorted(
-        (e.name, e.stat().st_size, e.stat().st_mtime_ns)
-        for e in os.scandir(folder)
-        if e.is_file() and not is_hidden(e.name) and file_format(Path(e.path)) in contract.formats
-    )
-    return json.dumps(entries)
+def content_of(root: LandingRoot, found: Discovery) -> str | None:
+    """What names a folder's content for run keys: the listing's ETags where they name the
+    bytes (object stores: nothing is downloaded), else the files' sha256 signature."""
+    if root.hints_name_content:
+        return listing_hint(root, found)
+    return signature_of(root, found)
 
 
 def transition_run_key(scope: str, previous: str | None, current: str | None) -> str:
@@ -43,10 +45,18 @@ def transition_run_key(scope: str, previous: str | None, current: str | None) ->
 
 
 class LandingCursor:
-    """Per day (listing signature, content signature), and the early days already reported."""
+    """Per day (listing hint, content), and the early days already reported.
+
+    The listing hint (names, sizes, ETags or mtimes) is what a tick compares; content is
+    looked at only for a day whose hint moved. A cursor of the previous version keeps its
+    contents, so an upgrade requests nothing for unchanged days.
+    """
 
     def __init__(self, raw: str | None) -> None:
         data = json.loads(raw) if raw else {}
+        if data.get("v") == 2:  # (folder listing JSON, content signature) per day
+            data["seen"] = {day: [None, pair[1]] for day, pair in data.get("seen", {}).items()}
+            data["v"] = _CURSOR_VERSION
         if data.get("v") != _CURSOR_VERSION:
             data = {"v": _CURSOR_VERSION, "seen": {}, "early": []}
         self.seen: dict[str, list[str | None]] = data["seen"]
@@ -60,25 +70,32 @@ class LandingCursor:
 
 
 def landing_changes(
-    landing_dir: Path,
+    root: LandingRoot,
     contract: SourceContract,
     cursor: LandingCursor,
     valid_keys: set[str],
-    days: Sequence[dt.date] | None = None,
+    found: dict[dt.date, Discovery],
 ) -> Iterator[tuple[dt.date, str | None, str | None]]:
     """(day, previous content, new content) for every changed day that is a partition."""
-    for day in list_days(landing_dir, contract) if days is None else days:
+    for day, discovery in sorted(found.items()):
         if day.isoformat() not in valid_keys:
             continue
         scope = day.isoformat()
-        stat = folder_stat(contract.day_dir(landing_dir, day), contract)
-        previous_stat, previous = cursor.seen.get(scope) or [None, None]
-        if stat == previous_stat:
+        hint = listing_hint(root, discovery)
+        previous_hint, previous = cursor.seen.get(scope) or [None, None]
+        if hint == previous_hint:
             continue
-        content = day_signature(landing_dir, contract, day)
-        cursor.seen[scope] = [stat, content]
+        content = content_of(root, discovery)
+        cursor.seen[scope] = [hint, content]
         if content != previous:
             yield day, previous, content
+
+
+def listed_days(root: LandingRoot, contract: SourceContract) -> dict[dt.date, Discovery]:
+    """Every day folder of a source with its readable files, from one listing of the source."""
+    formats = formats_of(contract)
+    found = {day: classify(folder, formats) for day, folder in day_folders(root, contract).items()}
+    return {day: discovery for day, discovery in found.items() if discovery.files}
 
 
 def early_days_message(contract: SourceContract, days: Sequence[dt.date]) -> str:
@@ -125,7 +142,9 @@ def daily_landing_sensor(
     def _sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
         cursor = LandingCursor(context.cursor)
         valid_keys = set(partitions_def.get_partition_keys())
-        days = list_days(lake.landing_path, contract)
+        root = lake.landing()
+        found = listed_days(root, contract)
+        days = sorted(found)
         requests = [
             dg.RunRequest(
                 run_key=transition_run_key(f"{contract.name}/{day.isoformat()}", previous, content),
@@ -133,9 +152,7 @@ def daily_landing_sensor(
                 asset_selection=list(assets),
                 tags={"idem/trigger": "landing", "idem/source": contract.name},
             )
-            for day, previous, content in landing_changes(
-                lake.landing_path, contract, cursor, valid_keys, days
-            )
+            for day, previous, content in landing_changes(root, contract, cursor, valid_keys, found)
         ]
         early = [d for d in days if contract.before_first_day(d)]
         skip = None
@@ -165,7 +182,9 @@ def snapshot_landing_sensor(
     )
     def _sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
         previous = context.cursor or None
-        current = snapshot_signature(lake.landing_path, contract)
+        root = lake.landing()
+        found = discover_snapshot(root, contract)
+        current = content_of(root, found) if found.files else None
         if current is None or current == previous:
             return dg.SensorResult(run_requests=[], cursor=previous)
         request = dg.RunRequest(

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from idem_assets.cli import day
-from idem_assets.landing.files import LandingFileError
+from idem_assets.landing.errors import LandingFileError
 from idem_assets.sample.generator import generate, write_late_orders
 from idem_assets.sample.tpch import DEFAULT_DAYS, DEFAULT_SCALE, TpchgenError, lay_out_tpch
 

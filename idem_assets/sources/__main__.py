@@ -17,8 +17,9 @@ from pathlib import Path
 import polars as pl
 
 from idem_assets.cli import day
-from idem_assets.landing.files import LandingFileError
+from idem_assets.landing.errors import LandingFileError, LandingRootError
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
+from idem_assets.landing.store import landing_root
 from idem_assets.sources.files import DeclarationError, load_source
 from idem_assets.sources.model import LandingSource
 
@@ -36,7 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect = commands.add_parser("inspect", help="read landing files with a declaration")
     inspect.add_argument("declaration", type=Path, help="the source's defs.yaml")
-    inspect.add_argument("--landing", required=True, help="landing directory")
+    inspect.add_argument(
+        "--landing",
+        required=True,
+        help="landing root: a folder or s3://bucket/prefix (credentials from AWS_* variables)",
+    )
     inspect.add_argument("--start", type=day, help="first day (daily sources)")
     inspect.add_argument("--days", type=int, default=1, help="number of days (default 1)")
     return parser
@@ -96,15 +101,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         source = load_source(args.declaration)
         contract = source.contract()
+        root = landing_root(args.landing, where="--landing")
         if contract.daily:
             if args.start is None:
                 raise ValueError(f"--start is required for the daily source {contract.name}")
             end = args.start + dt.timedelta(days=args.days)
-            batch = read_days(args.landing, contract, args.start, end)
+            batch = read_days(root, contract, args.start, end)
         else:
-            batch = read_snapshot(args.landing, contract)
+            batch = read_snapshot(root, contract)
         print(json.dumps(summary(source, batch), indent=2, default=str))
-    except (DeclarationError, LandingFileError, ValueError) as exc:
+    except (DeclarationError, LandingFileError, LandingRootError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

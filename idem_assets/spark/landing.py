@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -18,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
+from idem_assets.landing.files import Discovery, Landing
 from idem_assets.landing.raw import RAW_VALUE_CHARS
 from idem_assets.spark.json_lines import LINE, json_lines
 from idem_assets.spark.judge import (
@@ -210,10 +210,11 @@ def empty_judged(spark: SparkSession, contract: SourceContract) -> DataFrame:
 
 def read_landing_spark(
     spark: SparkSession,
-    landing_dir: str | Path,
+    landing: Landing,
     contract: SourceContract,
     start: dt.date,
     end: dt.date,
+    found: Mapping[dt.date, Discovery] | None = None,
 ) -> SparkLandingBatch:
     """Read days ``[start, end)`` of a daily source on the executors (see docs/spark.md).
 
@@ -228,7 +229,7 @@ def read_landing_spark(
     if early:
         raise DayBeforeFirstDayError(contract, early)
     require_settings(spark)
-    plan = plan_days(landing_dir, contract, start, end)
+    plan = plan_days(landing, contract, start, end, found)
     judged = empty_judged(spark, contract)
     for group in plan.groups:
         judged = judged.unionByName(_READERS[group.format](spark, group, contract))

@@ -11,6 +11,7 @@ import csv
 import datetime as dt
 import gzip
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,15 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.files import (
-    LandingFileError,
-    discover_day,
-    file_format,
-    is_gzip,
-    relpath_of,
-)
+from idem_assets.landing.errors import LandingFileError, LandingRootError
+from idem_assets.landing.files import Discovery, Landing, discover_day, file_format, is_gzip
 from idem_assets.landing.normalise import file_problem
 from idem_assets.landing.raw import unique_names
+from idem_assets.landing.store import LandingRoot, landing_root
 
 _HEADER_BYTES = 1 << 16
 ZERO_BYTES_NOTE = "zero-byte file: read as 0 rows"
@@ -102,19 +99,41 @@ def _is_empty(path: Path, relpath: str) -> bool:
     return is_gzip(path) and not _first_bytes(path, relpath, 1)
 
 
+def local_root(landing: Landing) -> LandingRoot:
+    """The landing root, which Spark's own file readers need on a path every executor sees."""
+    root = landing_root(landing)
+    if root.local_path("") is None:
+        raise LandingRootError(
+            root.uri,
+            "the Spark engine reads landing files through Spark's file readers, which need a "
+            "local or mounted folder here; read an object-storage landing zone with the local "
+            "engine (engine: local), or mount the bucket on every executor",
+        )
+    return root
+
+
 def plan_days(
-    landing_dir: str | Path, contract: SourceContract, start: dt.date, end: dt.date
+    landing: Landing,
+    contract: SourceContract,
+    start: dt.date,
+    end: dt.date,
+    found: Mapping[dt.date, Discovery] | None = None,
 ) -> LandingPlan:
     """Group the files of days ``[start, end)`` by format and column layout."""
+    root = local_root(landing)
     plan = LandingPlan()
     grouped: dict[tuple[str, str], list[Path]] = {}
     layouts: dict[tuple[str, str], tuple[tuple[str, ...], tuple[pa.DataType, ...]]] = {}
     wanted = {contract.file_name(c) for c in contract.columns}
     for offset in range((end - start).days):
-        found = discover_day(landing_dir, contract, start + dt.timedelta(days=offset))
-        plan.ignored_files.update(found.ignored)
-        for path in found.files:
-            relpath = relpath_of(landing_dir, path)
+        day = start + dt.timedelta(days=offset)
+        listed = found.get(day) if found is not None else None
+        discovery = listed if listed is not None else discover_day(root, contract, day)
+        plan.ignored_files.update(discovery.ignored)
+        for item in discovery.files:
+            relpath = item.relpath
+            path = root.local_path(relpath)
+            assert path is not None
             plan.files.append(relpath)
             if _is_empty(path, relpath):
                 plan.notes[relpath] = (ZERO_BYTES_NOTE,)

@@ -10,18 +10,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from idem_assets.landing.files import file_format, is_hidden
+from idem_assets.landing.errors import LandingFileError
+from idem_assets.landing.files import Landing, file_format, is_hidden
 from idem_assets.landing.formats import read_raw
 from idem_assets.landing.normalise import normalise
+from idem_assets.landing.store import LandingObject, landing_root
 from idem_assets.stream.errors import FileChangedError, StreamStateError
 from idem_assets.stream.source import StreamSource
-
-_HASH_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -63,57 +62,41 @@ class FileRead:
     notes: tuple[str, ...]
 
 
-def _is_candidate(path: Path) -> bool:
-    # The daily reader's rule: a half-written file (.name.tmp) is never planned.
-    return path.is_file() and not is_hidden(path.name) and file_format(path) is not None
+def list_stream_files(landing: Landing, source: StreamSource) -> list[LandingObject]:
+    """The data files in the stream folder, in file-name order.
 
-
-def list_stream_files(landing_dir: str | Path, source: StreamSource) -> list[str]:
-    """Relpaths of the data files in the stream folder, in file-name order."""
-    folder = source.folder(landing_dir)
-    if not folder.is_dir():
+    The daily reader's rule: a half-written file (.name.tmp) is never planned.
+    """
+    folder = landing_root(landing).folder(source.name)
+    if folder is None:
         return []
-    names = sorted(entry.name for entry in folder.iterdir() if _is_candidate(entry))
-    return [f"{source.name}/{name}" for name in names]
+    return [f for f in folder.files if not is_hidden(f.name) and file_format(f.name) is not None]
 
 
-def hash_file(path: Path) -> tuple[str, int]:
-    """sha256 (hex) and size of a file's bytes, read in chunks."""
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
-
-
-def offset_file(landing_dir: str | Path, relpath: str) -> OffsetFile | None:
-    """The offset entry for a file as it is now; None if it vanished since it was listed."""
+def offset_file(landing: Landing, item: LandingObject) -> OffsetFile | None:
+    """The offset entry for a listed file; None if it vanished or changed since it was listed."""
     try:
-        sha, size = hash_file(Path(landing_dir) / relpath)
-    except FileNotFoundError:
-        return None
-    return OffsetFile(relpath, sha, size)
+        sha = landing_root(landing).sha256(item)
+    except LandingFileError:
+        return None  # the next listing sees what is there now
+    return OffsetFile(item.relpath, sha, item.size)
 
 
 def read_offset_file(
-    landing_dir: str | Path, source: StreamSource, entry: OffsetFile, seq: int
+    landing: Landing, source: StreamSource, entry: OffsetFile, seq: int
 ) -> FileRead:
     """Read a planned file, refusing it if its bytes differ from the plan.
 
     Raises FileChangedError (changed or gone) or the reader's LandingFileError (unreadable).
     The bytes hashed are the bytes parsed, so a file changing during the read is caught too.
     """
-    path = Path(landing_dir) / entry.relpath
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise FileChangedError(source.name, seq, entry.relpath, entry.sha256, None) from None
+    data = landing_root(landing).fetch(entry.relpath)
+    if data is None:
+        raise FileChangedError(source.name, seq, entry.relpath, entry.sha256, None)
     actual = hashlib.sha256(data).hexdigest()
     if actual != entry.sha256:
         raise FileChangedError(source.name, seq, entry.relpath, entry.sha256, actual)
-    fmt = file_format(path)
+    fmt = file_format(entry.relpath)
     if fmt is None:
         raise StreamStateError(f"{entry.relpath}: planned but has no landing file suffix")
     contract = source.contract

@@ -13,11 +13,12 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, Tracker
 from idem_assets.lake import LakeTable, append_exactly_once, txn_version
+from idem_assets.landing.files import Landing
 from idem_assets.landing.quarantine import append_quarantine
+from idem_assets.landing.store import landing_root
 from idem_assets.stream.batch import (
     META_ABANDONED,
     META_BATCH,
@@ -68,7 +69,7 @@ class StreamIngester:
         self,
         store: CheckpointStore,
         source: StreamSource,
-        landing_dir: str | Path,
+        landing_dir: Landing,
         table: LakeTable,
         quarantine: LakeTable,
         *,
@@ -78,7 +79,7 @@ class StreamIngester:
     ) -> None:
         self.store = store
         self.source = source
-        self.landing_dir = Path(landing_dir)
+        self.landing_dir = landing_root(landing_dir)
         self.table = table
         self.quarantine = quarantine
         self.owner = owner or default_owner()

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from idem_assets.checkpoint import CheckpointStore, Status, Tracker
-from idem_assets.landing.files import files_signature
+from idem_assets.landing.files import Landing, files_signature
+from idem_assets.landing.store import landing_root
 from idem_assets.stream.errors import StreamStateError
 from idem_assets.stream.files import OffsetFile, list_stream_files, offset_file
 from idem_assets.stream.source import StreamSource
@@ -141,7 +141,7 @@ class OffsetLog:
         return new == 1
 
     def head_or_plan(
-        self, landing_dir: str | Path, max_files: int, max_attempts: int
+        self, landing_dir: Landing, max_files: int, max_attempts: int
     ) -> LoggedBatch | None:
         """The oldest unfinished batch, else a newly fixed batch of unassigned files, else None."""
         while True:
@@ -158,24 +158,25 @@ class OffsetLog:
 
 
 def unassigned(
-    landing_dir: str | Path, source: StreamSource, batches: Sequence[LoggedBatch], limit: int
+    landing_dir: Landing, source: StreamSource, batches: Sequence[LoggedBatch], limit: int
 ) -> list[OffsetFile]:
     """Up to ``limit`` files no batch names yet, in file-name order, hashed now."""
     taken = assigned_files(batches)
     out: list[OffsetFile] = []
-    for relpath in list_stream_files(landing_dir, source):
+    root = landing_root(landing_dir)
+    for item in list_stream_files(root, source):
         if len(out) == limit:
             break
-        if relpath in taken:
+        if item.relpath in taken:
             continue
-        entry = offset_file(landing_dir, relpath)
+        entry = offset_file(root, item)
         if entry is not None:
             out.append(entry)
     return out
 
 
 def propose(
-    landing_dir: str | Path, source: StreamSource, batches: Sequence[LoggedBatch], max_files: int
+    landing_dir: Landing, source: StreamSource, batches: Sequence[LoggedBatch], max_files: int
 ) -> BatchPlan | None:
     """The next batch: the first ``max_files`` unassigned files, or None if there are none."""
     if not 1 <= max_files <= MAX_FILES_PER_BATCH:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from idem_assets.checkpoint import CheckpointStore, InvalidTransition, Status
 from idem_assets.lake import LakeTable, append_exactly_once
-from idem_assets.landing.files import files_signature
+from idem_assets.landing.files import Landing, files_signature
 from idem_assets.stream.batch import (
     META_ABANDONED,
     META_BATCH,
@@ -59,7 +58,7 @@ class Outlook:
 def outlook(
     store: CheckpointStore,
     source: StreamSource,
-    landing_dir: str | Path,
+    landing_dir: Landing,
     limit: int,
     now: float | None = None,
 ) -> Outlook:

@@ -61,7 +61,7 @@ class StreamSource:
         return pa.schema(fields)
 
     def folder(self, landing_dir: str | Path) -> Path:
-        """The landing folder new files arrive in."""
+        """The local landing folder new files arrive in (for writers of sample files)."""
         return Path(landing_dir) / self.name
 
 

@@ -9,23 +9,28 @@ from deltalake import write_deltalake
 from idem_assets.defs.sales.assets import ORDERS_TABLE
 from idem_assets.io_manager import Window
 from idem_assets.lake import read_rows
-from idem_assets.landing.files import SETTLE_SECONDS
-from idem_assets.lib.landing_io import input_signature
+from idem_assets.landing.store import SETTLE_SECONDS
+from idem_assets.lib.landing_io import input_signature, list_window
 from idem_assets.sample.generator import write_late_orders
 from idem_assets_tests.harness import START, check_results, materialization_metadata
 
 WINDOW = Window(START, START + dt.timedelta(days=1))
 
 
+def _signature(project, definition, window):
+    listing = list_window(project.lake, definition.landing_source, window)
+    return input_signature(definition, listing, window)
+
+
 def test_signature_moves_with_bytes_code_and_window(project):
-    base = input_signature(ORDERS_TABLE, project.lake, WINDOW)
-    assert base == input_signature(ORDERS_TABLE, project.lake, WINDOW)
+    base = _signature(project, ORDERS_TABLE, WINDOW)
+    assert base == _signature(project, ORDERS_TABLE, WINDOW)
     bumped = dataclasses.replace(ORDERS_TABLE, code_version="2")
-    assert input_signature(bumped, project.lake, WINDOW) != base
+    assert _signature(project, bumped, WINDOW) != base
     wider = Window(START, START + dt.timedelta(days=2))
-    assert input_signature(ORDERS_TABLE, project.lake, wider) != base
+    assert _signature(project, ORDERS_TABLE, wider) != base
     write_late_orders(project.landing, START, seed=1, n=2)
-    assert input_signature(ORDERS_TABLE, project.lake, WINDOW) != base
+    assert _signature(project, ORDERS_TABLE, WINDOW) != base
 
 
 def test_rerun_skips_then_recomputes_when_a_file_lands(project):

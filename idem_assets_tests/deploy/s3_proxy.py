@@ -9,7 +9,11 @@ rewritten by the test at any time):
 - ``delay_ms``: wait this long before forwarding;
 - ``lose_commit_responses``: for that many PUTs of a Delta log entry
   (``_delta_log/<version>.json``), forward the PUT (the object is written) and then close
-  the connection: the commit landed, the writer never hears it (the ambiguous commit).
+  the connection: the commit landed, the writer never hears it (the ambiguous commit);
+- ``before_get``: a list of ``{"match": regex, "action": "replace" | "delete", "body": text}``:
+  the first GET whose path matches first replaces the object upstream with ``body`` (or
+  deletes it), then is forwarded: an object changed between a listing and its read;
+- ``log_requests``: log every request (method and path), to count what a client fetched.
 
 Draws are seeded (``seed``) so a failing run repeats. Each injected fault is appended to
 ``CONTROL_FILE.log`` as one JSON line. A separate process, because delta-rs holds the GIL
@@ -43,6 +47,7 @@ class Control:
         self.rng = random.Random(0)
         self.seed: object = None
         self.lost = 0
+        self.mutated: set[int] = set()
 
     def faults(self) -> dict[str, Any]:
         """The current settings (empty when the file is missing or half-written)."""
@@ -54,6 +59,7 @@ class Control:
             self.seed = data.get("seed")
             self.rng = random.Random(self.seed)
             self.lost = 0
+            self.mutated = set()
         return data
 
     def draw(self) -> float:
@@ -89,8 +95,21 @@ def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]
                 )
                 if lose:
                     control.lost += 1
+                mutation = None
+                if self.command == "GET":
+                    for index, rule in enumerate(faults.get("before_get", [])):
+                        path = urlsplit(self.path).path
+                        if index not in control.mutated and re.search(rule["match"], path):
+                            control.mutated.add(index)
+                            mutation = rule
+                            break
+            if faults.get("log_requests"):
+                control.note("request", self.command, self.path)
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
+            if mutation is not None:
+                _mutate(target.hostname, target.port, urlsplit(self.path).path, mutation)
+                control.note(f"{mutation['action']} before get", self.command, self.path)
             delay = float(faults.get("delay_ms", 0.0))
             if delay:
                 time.sleep(delay / 1000)
@@ -129,6 +148,18 @@ def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
     return Proxy
+
+
+def _mutate(host: str | None, port: int | None, path: str, rule: dict[str, Any]) -> None:
+    """Replace or delete the object at ``path`` upstream (the local server needs no auth)."""
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    if rule["action"] == "delete":
+        conn.request("DELETE", path)
+    else:
+        data = str(rule.get("body", "")).encode("utf-8")
+        conn.request("PUT", path, body=data, headers={"Content-Length": str(len(data))})
+    conn.getresponse().read()
+    conn.close()
 
 
 def main(upstream: str, port: int, control_file: str) -> None:

@@ -7,14 +7,6 @@ duplicated, and the next run reconciles: the lake equals a clean local load.
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -23,7 +15,7 @@ import pytest
 from idem_assets.lake import fingerprint, read_rows
 from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets.sample.generator import generate
-from idem_assets_tests.deploy.conftest import S3Bucket
+from idem_assets_tests.fixtures.s3 import FaultProxy, S3Bucket
 from idem_assets_tests.harness import START, Project, day_keys, materialization_metadata
 from idem_assets_tests.reliability.world import compare_lakes, record_row
 
@@ -31,61 +23,6 @@ pytestmark = pytest.mark.slow
 
 TABLES = ("orders", "customers", "daily_sales")
 DAYS = day_keys(2)
-
-
-@dataclass(frozen=True)
-class FaultProxy:
-    """The proxy's endpoint and the control file its faults are read from."""
-
-    endpoint: str
-    control: Path
-
-    def set(self, **faults: object) -> None:
-        """Replace the injected faults (atomically, the proxy reads them per request)."""
-        partial = self.control.with_suffix(".partial")
-        partial.write_text(json.dumps(faults))
-        partial.replace(self.control)
-
-    def injected(self) -> list[dict]:
-        """Every fault injected so far."""
-        log = self.control.parent / f"{self.control.name}.log"
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-@pytest.fixture
-def proxy(s3_endpoint: str, tmp_path: Path) -> Iterator[FaultProxy]:
-    """The proxy on a free loopback port, injecting nothing until told to."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    control = tmp_path / "faults.json"
-    control.write_text("{}")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "idem_assets_tests.deploy.s3_proxy",
-            s3_endpoint,
-            str(port),
-            str(control),
-        ],
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                time.sleep(0.1)
-        yield FaultProxy(endpoint, control)
-    finally:
-        process.kill()
-        process.wait(timeout=10)
 
 
 def _project(root: Path, landing: Path, lake_dir: str) -> Project:

@@ -16,7 +16,7 @@ from idem_assets.lake import LakeTable, fingerprint, overwrite_partitions, read_
 from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets.sample.generator import generate
 from idem_assets.sample.sources import ORDERS
-from idem_assets_tests.deploy.conftest import S3Bucket
+from idem_assets_tests.fixtures.s3 import S3Bucket
 from idem_assets_tests.harness import (
     START,
     Project,

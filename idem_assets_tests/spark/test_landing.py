@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from idem_assets.landing import read_days
-from idem_assets.landing.files import LandingFileError
+from idem_assets.landing.errors import LandingFileError
 from idem_assets.sample import CUSTOMERS, EVENTS, ORDERS, generate
 from idem_assets.spark.landing import read_landing_spark
 from idem_assets_tests.landing.builders import DAY, day_file, put

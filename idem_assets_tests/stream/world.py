@@ -29,6 +29,10 @@ class StreamWorld:
     lake: Path
     url: str
 
+    def __post_init__(self) -> None:
+        # The landing root exists before any file arrives, as a deployment's does.
+        self.landing.mkdir(parents=True, exist_ok=True)
+
     @property
     def table(self) -> LakeTable:
         """The stream's Delta table."""

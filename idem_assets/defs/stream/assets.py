@@ -130,7 +130,7 @@ def events_stream(
         ingester = StreamIngester(
             store,
             STREAM,
-            lake.landing_path,
+            lake.landing(),
             table,
             lake.table(QUARANTINE_TABLE),
             owner=f"run:{context.run.run_id}",

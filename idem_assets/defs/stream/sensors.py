@@ -25,7 +25,7 @@ def events_stream_sensor(
 ) -> dg.SensorResult:
     """A run request for new stream files or a due batch."""
     with checkpoint.open() as store:
-        look = outlook(store, STREAM, lake.landing_path, LOOKAHEAD_FILES)
+        look = outlook(store, STREAM, lake.landing(), LOOKAHEAD_FILES)
     key = look.run_key()
     if key is None:
         reason = (
