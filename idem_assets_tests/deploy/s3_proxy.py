@@ -10,9 +10,10 @@ rewritten by the test at any time):
 - ``lose_commit_responses``: for that many PUTs of a Delta log entry
   (``_delta_log/<version>.json``), forward the PUT (the object is written) and then close
   the connection: the commit landed, the writer never hears it (the ambiguous commit);
-- ``before_get``: a list of ``{"match": regex, "action": "replace" | "delete", "body": text}``:
-  the first GET whose path matches first replaces the object upstream with ``body`` (or
-  deletes it), then is forwarded: an object changed between a listing and its read;
+- ``before_get``: a list of ``{"match": regex, "action": "replace" | "delete", "body": text,
+  "access_key_id": ..., "secret_access_key": ...}``: the first GET whose (unquoted) path
+  matches first replaces the object upstream with ``body`` (or deletes it, signed with the
+  credentials given), then is forwarded: an object changed between a listing and its read;
 - ``log_requests``: log every request (method and path), to count what a client fetched.
 
 Draws are seeded (``seed``) so a failing run repeats. Each injected fault is appended to
@@ -32,7 +33,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 _LOG_ENTRY = re.compile(r"/_delta_log/\d{20}\.json$")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
@@ -98,7 +99,7 @@ def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]
                 mutation = None
                 if self.command == "GET":
                     for index, rule in enumerate(faults.get("before_get", [])):
-                        path = urlsplit(self.path).path
+                        path = unquote(urlsplit(self.path).path)
                         if index not in control.mutated and re.search(rule["match"], path):
                             control.mutated.add(index)
                             mutation = rule
@@ -108,7 +109,7 @@ def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             if mutation is not None:
-                _mutate(target.hostname, target.port, urlsplit(self.path).path, mutation)
+                _mutate(upstream, urlsplit(self.path).path, mutation)
                 control.note(f"{mutation['action']} before get", self.command, self.path)
             delay = float(faults.get("delay_ms", 0.0))
             if delay:
@@ -150,16 +151,23 @@ def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]
     return Proxy
 
 
-def _mutate(host: str | None, port: int | None, path: str, rule: dict[str, Any]) -> None:
-    """Replace or delete the object at ``path`` upstream (the local server needs no auth)."""
-    conn = http.client.HTTPConnection(host, port, timeout=60)
+def _mutate(upstream: str, path: str, rule: dict[str, Any]) -> None:
+    """Replace or delete the object at ``path`` (path-style) upstream, signed with the
+    rule's credentials: the server refuses an anonymous overwrite of someone's object."""
+    import boto3
+
+    bucket, _, key = unquote(path).lstrip("/").partition("/")
+    client = boto3.client(
+        "s3",
+        endpoint_url=upstream,
+        region_name="us-east-1",
+        aws_access_key_id=rule["access_key_id"],
+        aws_secret_access_key=rule["secret_access_key"],
+    )
     if rule["action"] == "delete":
-        conn.request("DELETE", path)
+        client.delete_object(Bucket=bucket, Key=key)
     else:
-        data = str(rule.get("body", "")).encode("utf-8")
-        conn.request("PUT", path, body=data, headers={"Content-Length": str(len(data))})
-    conn.getresponse().read()
-    conn.close()
+        client.put_object(Bucket=bucket, Key=key, Body=str(rule.get("body", "")).encode())
 
 
 def main(upstream: str, port: int, control_file: str) -> None:
