@@ -94,7 +94,12 @@ class LakeResource(dg.ConfigurableResource):
 
     def landing(self) -> LandingRoot:
         """The landing root, with the lake's object-store settings (one per operation)."""
-        where = "LakeResource.landing_dir" if self.landing_dir else f"${LANDING_DIR_ENV}"
+        if self.landing_dir:
+            where = "LakeResource.landing_dir"
+        elif dg.EnvVar(LANDING_DIR_ENV).get_value():
+            where = LANDING_DIR_ENV
+        else:
+            where = f"{LANDING_DIR_ENV} (unset: the default {DEFAULT_LANDING_DIR})"
         uri = self.landing_uri
         options = self.resolved_storage_options() if is_object_uri(uri) else None
         return landing_root(uri, options, where)

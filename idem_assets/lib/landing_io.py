@@ -49,6 +49,10 @@ class WindowListing:
         """Every folder's discovery, in day order (or the snapshot's)."""
         return [self.snapshot] if self.snapshot is not None else list(self.days.values())
 
+    def empty(self) -> bool:
+        """Whether no folder of the window holds a file to read."""
+        return not any(found.files for found in self.discoveries)
+
     def ignored(self) -> dict[str, str]:
         """Files in the window's folders that the reader leaves alone, and why."""
         return {path: why for found in self.discoveries for path, why in found.ignored.items()}
@@ -126,6 +130,8 @@ def landing_output(
         settled = last_settled(store, definition.name, window)
     cache = HashCache(settled.input_hashes if settled and lake.reuse_file_hashes else None)
     listing = list_window(lake, contract, window)
+    if listing.empty():
+        _note_missing_source_folder(context, listing, contract)
     signature = input_signature(definition, listing, window, cache)
     add_asset_metadata(
         context, {"input_files_hashed": cache.hashed, "input_files_hash_reused": cache.reused}
@@ -138,6 +144,21 @@ def landing_output(
         rows = load_landing(context, lake, contract, window, listing)
         output = TableOutput(definition.derive(rows) if definition.derive else rows, signature)
     return dataclasses.replace(output, input_hashes=cache.kept())
+
+
+def _note_missing_source_folder(
+    context: dg.AssetExecutionContext, listing: WindowListing, contract: SourceContract
+) -> None:
+    """Say so when a source's own folder is missing: nothing delivered yet, or a typo."""
+    folder = contract.layout.root()
+    present = listing.root.folder(folder) is not None
+    add_asset_metadata(context, {"source_folder_exists": present})
+    if not present:
+        context.log.warning(
+            f"{contract.name}: there is no {folder}/ under the landing root "
+            f"{listing.root.uri}: nothing delivered for this source yet, or a typo in its "
+            "layout; its days are empty"
+        )
 
 
 def _inputs_unchanged(

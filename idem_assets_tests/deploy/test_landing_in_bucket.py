@@ -276,3 +276,23 @@ def test_a_flaky_endpoint_in_front_of_the_landing_zone_never_loads_a_partial_day
     assert flaky.run_days(DAYS[0], DAYS[-1]).success
     for table in TABLES:
         assert flaky.table_fingerprint(table) == clean.table_fingerprint(table), table
+
+
+def test_a_root_without_the_sources_folder_loads_empty_days_and_says_why(
+    s3_bucket: S3Bucket, tmp_path: Path
+):
+    s3_bucket.put(f"{PREFIX}/_SUCCESS", "")  # the landing zone exists; no source delivered yet
+    project = _project(
+        tmp_path,
+        LakeResource(
+            landing_dir=s3_bucket.uri(PREFIX), lake_dir=str(tmp_path / "lake"), storage_options=HTTP
+        ),
+    )
+    result = project.run_days(DAYS[0], assets=["orders"])
+    assert result.success
+    written = materialization_metadata(result)["orders"]
+    assert written["source_folder_exists"] is False and written["dagster/row_count"] == 0
+    logged = [entry.user_message for entry in project.instance.all_logs(result.run_id)]
+    assert any(
+        f"there is no orders/ under the landing root {s3_bucket.uri(PREFIX)}" in m for m in logged
+    ), logged
