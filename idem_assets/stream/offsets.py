@@ -17,7 +17,7 @@ from typing import Any
 
 from idem_assets.checkpoint import CheckpointStore, Status, Tracker
 from idem_assets.landing.files import Landing, files_signature
-from idem_assets.landing.store import landing_root
+from idem_assets.landing.store import LandingObject, landing_root
 from idem_assets.stream.errors import StreamStateError
 from idem_assets.stream.files import OffsetFile, list_stream_files, offset_file
 from idem_assets.stream.source import StreamSource
@@ -157,13 +157,22 @@ class OffsetLog:
             # Another planner took this sequence number first: read its batch and go on.
 
 
+def unlisted(
+    landing_dir: Landing, source: StreamSource, batches: Sequence[LoggedBatch], limit: int
+) -> list[LandingObject]:
+    """Up to ``limit`` listed files no batch names yet, in file-name order (nothing is read)."""
+    taken = assigned_files(batches)
+    fresh = [f for f in list_stream_files(landing_dir, source) if f.relpath not in taken]
+    return fresh[:limit]
+
+
 def unassigned(
     landing_dir: Landing, source: StreamSource, batches: Sequence[LoggedBatch], limit: int
 ) -> list[OffsetFile]:
     """Up to ``limit`` files no batch names yet, in file-name order, hashed now."""
+    root = landing_root(landing_dir)
     taken = assigned_files(batches)
     out: list[OffsetFile] = []
-    root = landing_root(landing_dir)
     for item in list_stream_files(root, source):
         if len(out) == limit:
             break

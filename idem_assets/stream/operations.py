@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from idem_assets.checkpoint import CheckpointStore, InvalidTransition, Status
 from idem_assets.lake import LakeTable, append_exactly_once
-from idem_assets.landing.files import Landing, files_signature
+from idem_assets.landing.files import Discovery, Landing, listing_hint
+from idem_assets.landing.store import LandingObject, landing_root
 from idem_assets.stream.batch import (
     META_ABANDONED,
     META_BATCH,
@@ -24,7 +25,7 @@ from idem_assets.stream.offsets import (
     OffsetLog,
     head,
     record_id,
-    unassigned,
+    unlisted,
 )
 from idem_assets.stream.source import StreamSource
 
@@ -38,21 +39,22 @@ class Outlook:
     stream: str
     head: LoggedBatch | None
     due: bool
-    unassigned: tuple[OffsetFile, ...]
+    unassigned: tuple[LandingObject, ...]
+    hint: str | None = None  # what the listing says of the unassigned files (listing_hint)
 
     def run_key(self) -> str | None:
         """A key naming the work a run would do, or None if no run is needed now.
 
         A due open batch is named by its number and attempt, so each retry is one request;
-        new files by the sha256 of (relpath, sha256) of the files a run would take, so the
-        same files never trigger twice and every new file triggers once.
+        new files by the listing's hint of the files a run would take (names, sizes, ETags
+        or mtimes; nothing is downloaded), so the same files never trigger twice and every
+        new file triggers once.
         """
         if self.head is not None:
             if not self.due:
                 return None
             return f"{self.stream}:batch-{self.head.seq}:attempt-{self.head.tracker.attempts}"
-        signature = files_signature((f.relpath, f.sha256) for f in self.unassigned)
-        return None if signature is None else f"{self.stream}:files-{signature[:24]}"
+        return None if self.hint is None else f"{self.stream}:files-{self.hint[:24]}"
 
 
 def outlook(
@@ -73,7 +75,9 @@ def outlook(
             and due_at <= (store.now() if now is None else now)
         )
         return Outlook(source.name, current, due, ())
-    return Outlook(source.name, None, False, tuple(unassigned(landing_dir, source, batches, limit)))
+    root = landing_root(landing_dir)
+    fresh = tuple(unlisted(root, source, batches, limit))
+    return Outlook(source.name, None, False, fresh, listing_hint(root, Discovery(fresh)))
 
 
 def retry_batch(store: CheckpointStore, source: StreamSource, seq: int) -> bool:

@@ -16,9 +16,10 @@ LOOKAHEAD_FILES = _DEFAULTS.max_files_per_batch * _DEFAULTS.max_batches_per_run
     job=events_stream_job,
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Requests an events_stream run when unassigned files arrive (run key = sha256 "
-    "of their names and contents) or when the oldest open batch is due again (run key = batch "
-    "and attempt). The same work never triggers twice; each new file triggers once.",
+    description="Requests an events_stream run when unassigned files arrive (run key = digest "
+    "of their names, sizes and ETags or mtimes, from a listing: nothing is downloaded) or when "
+    "the oldest open batch is due again (run key = batch and attempt). The same work never "
+    "triggers twice; each new file triggers once.",
 )
 def events_stream_sensor(
     context: dg.SensorEvaluationContext, lake: LakeResource, checkpoint: CheckpointResource
