@@ -53,6 +53,27 @@ def _local_tree(root: Path) -> Path:
     return landing
 
 
+def _folder_and_bucket(
+    tmp_path: Path, s3_bucket: S3Bucket, proxy: FaultProxy
+) -> tuple[Path, Project, Project]:
+    """One generated tree in a folder and uploaded to the bucket, a project on each (the
+    bucket reached through the proxy, which counts and disturbs what is asked of it)."""
+    landing = _local_tree(tmp_path)
+    s3_bucket.upload_tree(landing, PREFIX)
+    folder = _project(
+        tmp_path / "folder", LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / "a"))
+    )
+    bucket = _project(
+        tmp_path / "bucket",
+        LakeResource(
+            landing_dir=s3_bucket.uri(PREFIX),
+            lake_dir=str(tmp_path / "b"),
+            storage_options={**HTTP, "endpoint": proxy.endpoint},
+        ),
+    )
+    return landing, folder, bucket
+
+
 def _state(project: Project) -> dict[str, tuple[int, object]]:
     return {t: (project.version(t), project.table_fingerprint(t)) for t in TABLES}
 
@@ -80,20 +101,7 @@ def _tick(project: Project, cursor: str | None) -> tuple[list[dg.RunRequest], st
 def test_a_bucket_landing_zone_loads_what_the_same_folder_loads(
     s3_bucket: S3Bucket, proxy: FaultProxy, tmp_path: Path
 ):
-    landing = _local_tree(tmp_path)
-    s3_bucket.upload_tree(landing, PREFIX)
-    folder = _project(
-        tmp_path / "folder", LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / "a"))
-    )
-    # Through the proxy, which counts what the sensor asks of the bucket.
-    bucket = _project(
-        tmp_path / "bucket",
-        LakeResource(
-            landing_dir=s3_bucket.uri(PREFIX),
-            lake_dir=str(tmp_path / "b"),
-            storage_options={**HTTP, "endpoint": proxy.endpoint},
-        ),
-    )
+    landing, folder, bucket = _folder_and_bucket(tmp_path, s3_bucket, proxy)
     want, got = folder.run_days(DAYS[0], DAYS[-1]), bucket.run_days(DAYS[0], DAYS[-1])
     assert want.success and got.success
     assert all(check_results(got).values()), check_results(got)
@@ -204,16 +212,7 @@ def test_a_landing_root_that_is_not_there_fails_the_run_by_name_and_touches_noth
 def test_an_object_changed_while_the_run_reads_its_day_fails_that_run_by_name(
     change: str, s3_bucket: S3Bucket, proxy: FaultProxy, tmp_path: Path
 ):
-    landing = _local_tree(tmp_path)
-    s3_bucket.upload_tree(landing, PREFIX)
-    bucket = _project(
-        tmp_path / "bucket",
-        LakeResource(
-            landing_dir=s3_bucket.uri(PREFIX),
-            lake_dir=str(tmp_path / "b"),
-            storage_options={**HTTP, "endpoint": proxy.endpoint},
-        ),
-    )
+    landing, folder, bucket = _folder_and_bucket(tmp_path, s3_bucket, proxy)
     day = f"orders/date={DAYS[1]}"
     victim = sorted(p for p in (landing / day).iterdir() if p.suffix == ".csv")[0]
     header = victim.read_text().splitlines()[0]
@@ -235,9 +234,6 @@ def test_an_object_changed_while_the_run_reads_its_day_fails_that_run_by_name(
         victim.unlink()
     else:
         victim.write_text(replacement)
-    folder = _project(
-        tmp_path / "folder", LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / "a"))
-    )
     assert folder.run_days(DAYS[0], DAYS[-1], assets=["orders"]).success
     assert bucket.table_fingerprint("orders") == folder.table_fingerprint("orders")
 
@@ -245,20 +241,8 @@ def test_an_object_changed_while_the_run_reads_its_day_fails_that_run_by_name(
 def test_a_flaky_endpoint_in_front_of_the_landing_zone_never_loads_a_partial_day(
     s3_bucket: S3Bucket, proxy: FaultProxy, tmp_path: Path
 ):
-    landing = _local_tree(tmp_path)
-    s3_bucket.upload_tree(landing, PREFIX)
-    clean = _project(
-        tmp_path / "clean", LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / "a"))
-    )
+    _, clean, flaky = _folder_and_bucket(tmp_path, s3_bucket, proxy)
     assert clean.run_days(DAYS[0], DAYS[-1]).success
-    flaky = _project(
-        tmp_path / "flaky",
-        LakeResource(
-            landing_dir=s3_bucket.uri(PREFIX),
-            lake_dir=str(tmp_path / "b"),
-            storage_options={**HTTP, "endpoint": proxy.endpoint},
-        ),
-    )
     proxy.set(seed=21, error_rate=0.15, drop_rate=0.05, delay_ms=20)
     outcomes = []
     for _ in range(3):  # the object store's own retries ride through, or the run fails whole
