@@ -39,8 +39,13 @@ def _string_table(names: list[str], columns: list[list[str | None]]) -> pa.Table
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def parse_csv_rows(data: bytes, relpath: str, delimiter: str = ",") -> RawRows:
-    """Parse CSV record by record; bad rows become rejects, an open quote at EOF an error."""
+def parse_csv_rows(
+    data: bytes, relpath: str, delimiter: str = ",", line_offset: int = 0
+) -> RawRows:
+    """Parse CSV record by record; bad rows become rejects, an open quote at EOF an error.
+
+    ``line_offset`` is added to the line numbers reasons give (for a piece of a file).
+    """
     text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
     reader = csv.reader(
         itertools.chain(io.StringIO(text, newline=""), [_EOF_SENTINEL]), delimiter=delimiter
@@ -58,10 +63,11 @@ def parse_csv_rows(data: bytes, relpath: str, delimiter: str = ",") -> RawRows:
             where = f"data row {data_row + 1}" if header is not None else "the header"
             raise LandingFileError(
                 relpath,
-                f"unterminated quoted field in {where} (starting on line {last_line + 1}) "
+                f"unterminated quoted field in {where} (starting on line "
+                f"{last_line + 1 + line_offset}) "
                 'swallows the rest of the file; close or escape the quote ("") and re-deliver',
             )
-        start_line, last_line = last_line + 1, reader.line_num
+        start_line, last_line = last_line + 1 + line_offset, reader.line_num
         if not record:
             continue  # blank line: not a data row
         if header is None:
@@ -105,14 +111,17 @@ def _kind(value: Any) -> str:
     return _JSON_KINDS.get(type(value), "null")
 
 
-def parse_jsonl_rows(data: bytes, relpath: str) -> RawRows:
-    """Parse JSON Lines line by line; lines that are not JSON objects become rejects."""
+def parse_jsonl_rows(data: bytes, relpath: str, line_offset: int = 0) -> RawRows:
+    """Parse JSON Lines line by line; lines that are not JSON objects become rejects.
+
+    ``line_offset`` is added to the line numbers reasons give (for a piece of a file).
+    """
     del relpath  # every JSON Lines problem is confined to its own line
     records: list[dict[str, Any]] = []
     row_numbers: list[int] = []
     rejected: list[RejectedRow] = []
     data_row = 0
-    for line_no, line in enumerate(data.split(b"\n"), start=1):
+    for line_no, line in enumerate(data.split(b"\n"), start=1 + line_offset):
         if not line.strip():
             continue
         data_row += 1

@@ -25,16 +25,22 @@ def row_numbers(count: int) -> pa.Array:
 
 
 def read_raw(
-    data: bytes, fmt: str, relpath: str, string_columns: frozenset[str], delimiter: str = ","
+    data: bytes,
+    fmt: str,
+    relpath: str,
+    string_columns: frozenset[str],
+    delimiter: str = ",",
+    line_offset: int = 0,
 ) -> RawRows:
-    """Parse one file's bytes; ``string_columns`` are JSON keys kept as JSON text."""
+    """Parse one file's bytes (or one piece of them, whose lines start after
+    ``line_offset``); ``string_columns`` are JSON keys kept as JSON text."""
     if not data:
         return empty_raw("zero-byte file: read as 0 rows")
     if fmt == "parquet":
         return _read_parquet(data, relpath)
     if fmt == "csv":
-        return _read_csv(data, relpath, delimiter)
-    return _read_jsonl(data, relpath, string_columns)
+        return _read_csv(data, relpath, delimiter, line_offset)
+    return _read_jsonl(data, relpath, string_columns, line_offset)
 
 
 def _read_parquet(data: bytes, relpath: str) -> RawRows:
@@ -120,12 +126,12 @@ def _csv_header(data: bytes, delimiter: str) -> list[str] | None:
     return next(csv.reader([text], delimiter=delimiter))
 
 
-def _read_csv(data: bytes, relpath: str, delimiter: str) -> RawRows:
+def _read_csv(data: bytes, relpath: str, delimiter: str, line_offset: int) -> RawRows:
     header = _csv_header(data, delimiter)
     # An odd number of quotes means a quote somewhere is open or stray: let the careful
     # parser decide whether the file is still countable.
     if header is None or data.count(b'"') % 2:
-        return parse_csv_rows(data, relpath, delimiter)
+        return parse_csv_rows(data, relpath, delimiter, line_offset)
     try:
         table = pacsv.read_csv(
             pa.BufferReader(data),
@@ -138,9 +144,9 @@ def _read_csv(data: bytes, relpath: str, delimiter: str) -> RawRows:
             ),
         )
     except pa.ArrowInvalid:
-        return parse_csv_rows(data, relpath, delimiter)
+        return parse_csv_rows(data, relpath, delimiter, line_offset)
     if table.column_names != header:
-        return parse_csv_rows(data, relpath, delimiter)
+        return parse_csv_rows(data, relpath, delimiter, line_offset)
     return RawRows(table, row_numbers(table.num_rows))
 
 
@@ -156,7 +162,9 @@ def _data_lines(data: bytes) -> int:
     return sum(1 for line in body.split(b"\n") if line.strip())
 
 
-def _read_jsonl(data: bytes, relpath: str, string_columns: frozenset[str]) -> RawRows:
+def _read_jsonl(
+    data: bytes, relpath: str, string_columns: frozenset[str], line_offset: int
+) -> RawRows:
     import polars as pl  # here, not at import: see idem_assets._lazy
 
     try:
@@ -166,8 +174,8 @@ def _read_jsonl(data: bytes, relpath: str, string_columns: frozenset[str]) -> Ra
             schema_overrides={name: pl.String for name in string_columns},
         )
     except pl.exceptions.PolarsError:
-        return parse_jsonl_rows(data, relpath)
+        return parse_jsonl_rows(data, relpath, line_offset)
     # One object per line is the contract; any other shape is sorted out line by line.
     if frame.height != _data_lines(data):
-        return parse_jsonl_rows(data, relpath)
+        return parse_jsonl_rows(data, relpath, line_offset)
     return RawRows(frame.to_arrow(), row_numbers(frame.height))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -201,9 +202,17 @@ def shown_column(column: str, contract: SourceContract) -> str:
 
 
 def normalise(
-    raw: RawRows, contract: SourceContract, relpath: str, partition_date: dt.date | None
+    raw: RawRows,
+    contract: SourceContract,
+    relpath: str,
+    partition_date: dt.date | None,
+    file_names: Sequence[str] | None = None,
 ) -> Normalised:
-    """Type, validate and split one file's rows; every raw row lands on exactly one side."""
+    """Type, validate and split one file's rows; every raw row lands on exactly one side.
+
+    ``file_names`` are the columns the whole file has when ``raw`` is one piece of it (JSON
+    Lines keys vary by line): a column the file has but this piece lacks reads as null.
+    """
     names = raw.table.column_names
     wanted = {contract.file_name(c) for c in contract.columns}
     dropped = tuple(dict.fromkeys(n for n in names if n not in wanted))
@@ -211,7 +220,13 @@ def normalise(
     frame = pl.from_arrow(raw.table.rename_columns(unique))
     assert isinstance(frame, pl.DataFrame)
     numbers = pl.Series(raw.row_numbers, dtype=pl.Int64)
-    problem = file_problem(names, contract) if raw.table.num_rows else None
+    present = list(names) if file_names is None else list(file_names)
+    problem = file_problem(present, contract) if raw.table.num_rows else None
+    absent = [n for n in dict.fromkeys(present) if n in wanted and n not in names]
+    if problem is None and absent and frame.height:
+        frame = frame.with_columns(pl.lit(None, pl.String).alias(n) for n in absent)
+        ordered = [n for n in dict.fromkeys(present) if n in frame.columns]
+        frame = frame.select([*ordered, *(c for c in frame.columns if c not in ordered)])
     if problem is not None:
         valid, reasons = empty_rows(contract), [problem] * frame.height
         bad_frame, bad_numbers = frame, numbers

@@ -37,6 +37,22 @@ class RawRows:
         """Every data row seen: parsed plus rejected."""
         return self.table.num_rows + len(self.rejected)
 
+    def shifted(self, rows_before: int) -> RawRows:
+        """The same rows numbered after ``rows_before`` earlier rows (a later piece of a file)."""
+        if not rows_before:
+            return self
+        import pyarrow.compute as pc
+
+        return RawRows(
+            self.table,
+            pc.add(self.row_numbers, rows_before),
+            tuple(
+                RejectedRow(r.row_number + rows_before, r.reason, r.raw_record)
+                for r in self.rejected
+            ),
+            self.notes,
+        )
+
 
 def empty_raw(note: str) -> RawRows:
     """A file that holds no data rows."""

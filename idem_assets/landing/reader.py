@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -24,7 +23,9 @@ from idem_assets.landing.files import (
 )
 from idem_assets.landing.formats import read_raw
 from idem_assets.landing.normalise import QUARANTINE_SCHEMA, empty_rows, normalise
-from idem_assets.landing.store import LandingRoot, landing_root
+from idem_assets.landing.pieces import PIECE_BYTES, Piece, gunzip_chunks, text_pieces
+from idem_assets.landing.raw import RawRows
+from idem_assets.landing.store import LandingObject, LandingRoot, landing_root
 
 
 @dataclass(frozen=True)
@@ -65,10 +66,134 @@ class LandingBatch:
         return out
 
 
+@dataclass(frozen=True)
+class PieceRows:
+    """One piece of a file, read: its typed rows and its quarantine rows."""
+
+    index: int  # the piece's place in its file
+    rows: pa.Table  # exactly the contract schema
+    quarantine: pa.Table  # QUARANTINE_SCHEMA
+
+
+class FileReader:
+    """One landing file read piece by piece (``idem_assets.landing.pieces``), so memory is
+    bounded by a piece; both engines read every file through it.
+
+    Iterate for each piece's rows; afterwards ``file``, ``dropped_columns`` and ``notes``
+    describe the whole file. ``chunks`` are the file's bytes as delivered (hashed as they
+    pass). A JSON Lines piece that lacks a contract column waits until a later piece shows
+    the file has it (then it reads as null there), or the file ends without it (then every
+    row of the file is quarantined for it), so pieces judge exactly as the whole file would.
+    """
+
+    def __init__(
+        self,
+        chunks: Iterable[bytes],
+        relpath: str,
+        contract: SourceContract,
+        day: dt.date | None,
+        size: int | None = None,
+        piece_bytes: int = PIECE_BYTES,
+    ) -> None:
+        fmt = file_format(relpath)
+        if fmt is None:
+            raise LandingFileError(relpath, "has no landing file suffix")
+        self.format = fmt
+        self.relpath = relpath
+        self.contract = contract
+        self.day = day
+        self.size = size
+        self.piece_bytes = piece_bytes
+        self._chunks = chunks
+        self._names: dict[str, None] = {}
+        self.dropped_columns: tuple[str, ...] = ()
+        self.notes: tuple[str, ...] = ()
+        self._file: LandingFile | None = None
+
+    @property
+    def file(self) -> LandingFile:
+        """What was read (after iterating)."""
+        assert self._file is not None, "iterate the reader first"
+        return self._file
+
+    def __iter__(self) -> Iterator[PieceRows]:
+        digest = hashlib.sha256()
+        total = 0
+
+        def hashed() -> Iterator[bytes]:
+            nonlocal total
+            for chunk in self._chunks:
+                digest.update(chunk)
+                total += len(chunk)
+                yield chunk
+
+        relpath, fmt, contract = self.relpath, self.format, self.contract
+        if fmt == "parquet":
+            pieces: Iterable[Piece] = [Piece(0, b"".join(hashed()), 0)]
+        else:
+            text = (
+                gunzip_chunks(hashed(), relpath, self.size or 0) if is_gzip(relpath) else hashed()
+            )
+            pieces = text_pieces(text, fmt, self.piece_bytes)
+        # JSON Lines keeps these as text (file names: renames apply after reading).
+        strings = frozenset(
+            contract.file_name(f.name) for f in contract.schema if pa.types.is_string(f.type)
+        )
+        rows_before = 0
+        held: list[tuple[int, RawRows]] = []
+        for piece in pieces:
+            raw = read_raw(
+                piece.data, fmt, relpath, strings, contract.csv_delimiter, piece.line_offset
+            ).shifted(rows_before)
+            rows_before += raw.raw_rows
+            self.notes = tuple(dict.fromkeys((*self.notes, *raw.notes)))
+            self._names.update(dict.fromkeys(raw.table.column_names))
+            if fmt == "jsonl":
+                if raw.table.num_rows and self._lacks_columns():
+                    held.append((piece.index, raw))
+                    continue
+                if held and not self._lacks_columns():
+                    yield from (self._judge(i, r) for i, r in held)
+                    held = []
+            yield self._judge(piece.index, raw)
+        yield from (self._judge(i, r) for i, r in held)
+        if self.size is not None and total != self.size:
+            raise LandingFileError(
+                relpath,
+                f"{total} bytes read but {self.size} listed: it changed while it was read; "
+                "rerun once the producer has finished writing it",
+            )
+        self._file = LandingFile(relpath, fmt, total, digest.hexdigest(), rows_before, self.day)
+
+    def _lacks_columns(self) -> bool:
+        return any(self.contract.file_name(c) not in self._names for c in self.contract.columns)
+
+    def _judge(self, index: int, raw: RawRows) -> PieceRows:
+        names = list(self._names) if self.format == "jsonl" else None
+        result = normalise(raw, self.contract, self.relpath, self.day, names)
+        self.dropped_columns = tuple(
+            dict.fromkeys((*self.dropped_columns, *result.dropped_columns))
+        )
+        return PieceRows(index, result.rows, result.quarantine)
+
+
+def read_file(
+    root: LandingRoot,
+    contract: SourceContract,
+    item: LandingObject,
+    day: dt.date | None,
+    piece_bytes: int = PIECE_BYTES,
+) -> tuple[FileReader, list[PieceRows]]:
+    """A listed file read whole, its pieces in file order (the local engine's way)."""
+    reader = FileReader(root.chunks(item), item.relpath, contract, day, item.size, piece_bytes)
+    return reader, sorted(reader, key=lambda p: p.index)
+
+
 @dataclass
 class _Accumulator:
     contract: SourceContract
     root: LandingRoot
+    piece_bytes: int = PIECE_BYTES
     rows: list[pa.Table] = field(default_factory=list)
     quarantine: list[pa.Table] = field(default_factory=list)
     files: list[LandingFile] = field(default_factory=list)
@@ -78,32 +203,19 @@ class _Accumulator:
 
     def read(self, found: Discovery, partition_date: dt.date | None) -> None:
         self.ignored.update(found.ignored)
-        # JSON Lines keeps these as text (file names: renames apply after reading).
-        string_columns = frozenset(
-            self.contract.file_name(f.name)
-            for f in self.contract.schema
-            if pa.types.is_string(f.type)
-        )
         for item in found.files:
-            relpath = item.relpath
             # The listed object's bytes (refused if it changed since it was listed),
-            # parsed and hashed from the same bytes.
-            data = self.root.read(item)
-            fmt = file_format(relpath)
-            assert fmt is not None
-            content = _gunzip(data, relpath) if is_gzip(relpath) else data
-            raw = read_raw(content, fmt, relpath, string_columns, self.contract.csv_delimiter)
-            result = normalise(raw, self.contract, relpath, partition_date)
-            self.rows.append(result.rows)
-            self.quarantine.append(result.quarantine)
-            if result.dropped_columns:
-                self.dropped[relpath] = result.dropped_columns
-            if raw.notes:
-                self.notes[relpath] = raw.notes
-            digest = hashlib.sha256(data).hexdigest()
-            self.files.append(
-                LandingFile(relpath, fmt, len(data), digest, raw.raw_rows, partition_date)
+            # parsed and hashed as they stream.
+            reader, pieces = read_file(
+                self.root, self.contract, item, partition_date, self.piece_bytes
             )
+            self.rows.extend(p.rows for p in pieces)
+            self.quarantine.extend(p.quarantine for p in pieces)
+            if reader.dropped_columns:
+                self.dropped[item.relpath] = reader.dropped_columns
+            if reader.notes:
+                self.notes[item.relpath] = reader.notes
+            self.files.append(reader.file)
 
     def batch(self, start: dt.date | None, end: dt.date | None) -> LandingBatch:
         rows = pa.concat_tables([empty_rows(self.contract), *self.rows])
@@ -122,46 +234,13 @@ class _Accumulator:
         )
 
 
-# Decompressed text beyond this many times its compressed size is refused: real exports
-# compress 3-20x, a gzip bomb thousands of times.
-MAX_GZIP_RATIO = 200
-_MIN_GZIP_BOUND = 64 << 20
-
-
-def _gunzip(data: bytes, relpath: str) -> bytes:
-    """The bytes inside a gzip file, bounded; a corrupt or truncated file names itself."""
-    bound = max(_MIN_GZIP_BOUND, len(data) * MAX_GZIP_RATIO)
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    out = bytearray()
-    rest = data
-    try:
-        while rest:
-            out += inflater.decompress(rest, bound + 1 - len(out))
-            if len(out) > bound:
-                raise LandingFileError(
-                    relpath,
-                    f"gzip content is over {bound} bytes ({MAX_GZIP_RATIO}x the file): "
-                    "refused as a likely gzip bomb; split the file",
-                )
-            if inflater.unconsumed_tail:
-                rest = inflater.unconsumed_tail
-                continue
-            if not inflater.eof:
-                raise LandingFileError(relpath, "gzip stream is truncated; re-deliver the file")
-            rest = inflater.unused_data  # concatenated gzip members (as `cat a.gz b.gz`)
-            if rest:
-                inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    except zlib.error as exc:
-        raise LandingFileError(relpath, f"not a readable gzip file ({exc}); re-deliver it") from exc
-    return bytes(out)
-
-
 def read_days(
     landing: Landing,
     contract: SourceContract,
     start: dt.date,
     end: dt.date,
     found: Mapping[dt.date, Discovery] | None = None,
+    piece_bytes: int = PIECE_BYTES,
 ) -> LandingBatch:
     """Read the days [start, end) of a daily source; raises LandingFileError on unreadable files.
 
@@ -181,7 +260,7 @@ def read_days(
     if early:
         raise DayBeforeFirstDayError(contract, early)
     root = landing_root(landing)
-    acc = _Accumulator(contract, root)
+    acc = _Accumulator(contract, root, piece_bytes)
     for offset in range((end - start).days):
         day = start + dt.timedelta(days=offset)
         listed = found.get(day) if found is not None else None
@@ -190,12 +269,15 @@ def read_days(
 
 
 def read_snapshot(
-    landing: Landing, contract: SourceContract, found: Discovery | None = None
+    landing: Landing,
+    contract: SourceContract,
+    found: Discovery | None = None,
+    piece_bytes: int = PIECE_BYTES,
 ) -> LandingBatch:
     """Read the newest snapshot file: the greatest file name in the snapshot folder."""
     if contract.daily:
         raise ValueError(f"{contract.name} is a daily source; use read_days")
     root = landing_root(landing)
-    acc = _Accumulator(contract, root)
+    acc = _Accumulator(contract, root, piece_bytes)
     acc.read(found if found is not None else discover_snapshot(root, contract), None)
     return acc.batch(None, None)

@@ -16,8 +16,8 @@ import pyarrow as pa
 
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.files import Landing, file_format, is_hidden
-from idem_assets.landing.formats import read_raw
-from idem_assets.landing.normalise import normalise
+from idem_assets.landing.normalise import QUARANTINE_SCHEMA
+from idem_assets.landing.reader import FileReader
 from idem_assets.landing.store import LandingObject, landing_root
 from idem_assets.stream.errors import FileChangedError, StreamStateError
 from idem_assets.stream.source import StreamSource
@@ -96,15 +96,18 @@ def read_offset_file(
     actual = hashlib.sha256(data).hexdigest()
     if actual != entry.sha256:
         raise FileChangedError(source.name, seq, entry.relpath, entry.sha256, actual)
-    fmt = file_format(entry.relpath)
-    if fmt is None:
+    if file_format(entry.relpath) is None:
         raise StreamStateError(f"{entry.relpath}: planned but has no landing file suffix")
     contract = source.contract
-    strings = frozenset(f.name for f in contract.schema if pa.types.is_string(f.type))
-    raw = read_raw(data, fmt, entry.relpath, strings)
-    result = normalise(raw, contract, entry.relpath, None)
+    reader = FileReader([data], entry.relpath, contract, None, len(data))
+    pieces = sorted(reader, key=lambda p: p.index)
     return FileRead(
-        entry, result.rows, result.quarantine, raw.raw_rows, result.dropped_columns, raw.notes
+        entry,
+        pa.concat_tables([contract.schema.empty_table(), *(p.rows for p in pieces)]),
+        pa.concat_tables([QUARANTINE_SCHEMA.empty_table(), *(p.quarantine for p in pieces)]),
+        reader.file.rows,
+        reader.dropped_columns,
+        reader.notes,
     )
 
 
