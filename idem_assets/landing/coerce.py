@@ -30,8 +30,7 @@ TIMESTAMP_PATTERN = (
     r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:[.,](\d{0,9}))?"
     r" ?([Zz]|[+-]\d{2}(?::?\d{2})?)?$"
 )
-# chrono (strftime) syntax; idem_assets.spark.times spells the same forms for Java's
-# DateTimeFormatter, which shares no syntax with it.
+# chrono (strftime) syntax, as polars parses it.
 _DATE_FORMAT = "%Y-%m-%d"
 _ZONED_FORMAT = "%Y-%m-%dT%H:%M:%S%.f%:z"
 _NAIVE_FORMAT = "%Y-%m-%dT%H:%M:%S%.f"

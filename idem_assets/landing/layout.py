@@ -77,18 +77,15 @@ class Layout:
             fixed.append(_PLACEHOLDER.sub(lambda m: self.source, segment))
         return "/".join(fixed)
 
-    def regex(self, *, java: bool = False) -> str:
-        """A regex matching a day folder's relative path, with one named group per day part.
-
-        ``java=True`` spells the groups ``(?<name>...)`` for Spark (``regexp_extract``).
-        """
+    def regex(self) -> str:
+        """A regex matching a day folder's relative path, with one named group per day part."""
         parts = []
         for piece in re.split(r"(\{[^{}]*\})", self.template):
             name = piece[1:-1] if piece.startswith("{") else None
             if name == "source":
                 parts.append(re.escape(self.source))
             elif name is not None:
-                parts.append(_PATTERNS[name].replace("?P<", "?<") if java else _PATTERNS[name])
+                parts.append(_PATTERNS[name])
             else:
                 parts.append(re.escape(piece))
         return "".join(parts)

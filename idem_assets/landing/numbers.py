@@ -1,8 +1,7 @@
 """Number text in the spelling a source declares: separators, decimal shapes, epoch values.
 
-The patterns are plain regular expressions in the common subset of Rust's (polars) and
-Java's (Spark) syntax, so both engines judge a value alike: ``idem_assets.spark.numbers``
-and ``idem_assets.spark.times`` import these strings rather than spelling them again.
+The patterns are plain regular expressions in Rust's (polars) syntax. Both engines judge
+values with this code: Spark executors run the same landing reader (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -138,11 +137,8 @@ class DecimalShape:
 
     @property
     def trim(self) -> str:
-        """Captures the value without zeros beyond ``scale`` decimals (replace with group 1).
-
-        Only the replacement differs by engine: polars (Rust) writes group 1 ``${1}``, Spark
-        (Java) ``$1``.
-        """
+        """Captures the value without zeros beyond ``scale`` decimals (replace with group 1,
+        which polars writes ``${1}``)."""
         if self.scale == 0:
             return r"^([+-]?\d+)\.\d*$"
         return rf"^([+-]?\d+\.\d{{1,{self.scale}}})\d*$"

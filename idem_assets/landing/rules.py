@@ -111,16 +111,17 @@ class ValueRule:
 
 
 def anchored(pattern: str) -> str:
-    r"""``pattern`` matched against the whole value, in Rust and Java regex alike.
+    r"""``pattern`` matched against the whole value.
 
-    ``\z`` rather than ``$``: Java's ``$`` also matches before a final line break.
+    ``\z`` rather than ``$``, which in many regex dialects also matches before a final line
+    break: a value with a trailing newline never passes a pattern that forbids it.
     """
     return rf"^(?:{pattern})\z"
 
 
 @functools.cache
 def pattern_problem(pattern: str) -> str | None:
-    """Why a rule pattern cannot be used on both engines, or None.
+    """Why a rule pattern cannot be used by the reader (Rust regex, as polars runs it), or None.
 
     Cached: a declared pattern is checked when its declaration is validated and again when
     its rule is compiled, each time the code location loads.
@@ -131,8 +132,8 @@ def pattern_problem(pattern: str) -> str | None:
     except (re.error, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return (
-            f"pattern {pattern!r} is not a regular expression both engines accept "
-            f"(no look-around or back-references): {first}"
+            f"pattern {pattern!r} is not a regular expression the reader accepts "
+            f"(Rust regex syntax: no look-around or back-references): {first}"
         )
     return None
 

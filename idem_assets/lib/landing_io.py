@@ -9,7 +9,6 @@ import json
 
 import dagster as dg
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from idem_assets import __version__
 from idem_assets.io_manager import TableOutput, Window
@@ -197,21 +196,17 @@ def _spark_output(
     signature: str,
     listing: WindowListing,
 ) -> TableOutput:
-    """Landing rows read by Spark executors; only the (small) quarantine reaches the driver."""
+    """Landing rows read by Spark executors (the library's reader on each file); only the
+    (small) quarantine and the files' summaries reach the driver."""
     from idem_assets.spark import read_landing_spark
 
     contract = definition.landing_source
     assert contract is not None and window.start is not None and window.end is not None
     batch = read_landing_spark(
         spark.session(), listing.root, contract, window.start, window.end, listing.days
-    ).persist()
+    )
     valid, bad = batch.counts()
     quarantine = batch.quarantine.toArrow()
-    # The Spark reader cannot number CSV/JSON Lines rows; 0 marks "row unknown".
-    numbers = pc.fill_null(quarantine.column("row_number"), 0)
-    quarantine = quarantine.set_column(
-        quarantine.schema.get_field_index("row_number"), "row_number", numbers
-    )
     version = write_quarantine(lake, contract, quarantine, window)
     add_asset_metadata(
         context,

@@ -1,211 +1,224 @@
-"""Reading daily landing files with Spark executors into contract rows and quarantine rows.
+"""Reading landing files with Spark: every executor runs the library's own landing reader.
 
-The driver only plans (``landing_files``); executors parse, type and judge every row with
-the rules of docs/landing.md that docs/spark.md lists as covered (``judge``). Valid rows
-and quarantine rows are two lazy views of one judged DataFrame.
+The driver lists the window (the same listing the local engine signs) and hands out the
+files, one task each. A task reads its file with ``FileReader`` (``mapInArrow``): the
+same code, piece by piece, that the local engine runs, so every row is typed, judged and
+quarantined with the same reason, row and line number on both engines: parity by
+construction. Out come Arrow batches of typed rows, of quarantine rows and one summary
+per file; Spark keeps what it is for: scheduling, deduplication windows, staging Parquet.
+Executor memory is bounded by a piece of a file (``PIECE_BYTES``), not by the file.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
-from idem_assets.landing.files import Discovery, Landing
-from idem_assets.landing.raw import RAW_VALUE_CHARS
-from idem_assets.spark.json_lines import LINE, json_lines
-from idem_assets.spark.judge import (
-    BAD,
-    PATH,
-    RAW,
-    REASON,
-    ROW,
-    FileColumn,
-    folder_day,
-    judge,
-    landing_relpath,
-    quoted,
-)
-from idem_assets.spark.landing_files import FileGroup, plan_days
+from idem_assets.landing.errors import LandingFileError
+from idem_assets.landing.files import Discovery, Landing, discover_days
+from idem_assets.landing.pieces import PIECE_BYTES
+from idem_assets.landing.reader import FileReader
+from idem_assets.landing.store import LandingObject, LandingRoot, landing_root
 from idem_assets.spark.resource import require_settings
-from idem_assets.spark.schema import spark_schema
+from idem_assets.spark.schema import col, spark_schema
 
-_CORRUPT = "__idem_corrupt"
-QUARANTINE_COLUMNS = (
-    "source",
-    "partition_date",
-    "source_file",
-    "row_number",
-    "reason",
-    "raw_record",
+KIND = "__idem_kind"
+ROW, QUARANTINED, FILE, ERROR = "row", "quarantine", "file", "error"
+QUARANTINE_PREFIX = "__idem_q_"  # quarantine columns
+FILE_PREFIX = "__idem_f_"  # per-file summary columns
+QUARANTINE_FIELDS = (
+    ("partition_date", T.DateType()),
+    ("source_file", T.StringType()),
+    ("row_number", T.LongType()),
+    ("reason", T.StringType()),
+    ("raw_record", T.StringType()),
 )
+FILE_FIELDS = (
+    ("relpath", T.StringType()),
+    ("size", T.LongType()),
+    ("sha256", T.StringType()),
+    ("rows", T.LongType()),
+    ("valid", T.LongType()),
+    ("quarantined", T.LongType()),
+    ("dropped", T.StringType()),  # JSON list
+    ("notes", T.StringType()),  # JSON list
+    ("error", T.StringType()),
+)
+# What a task is given: one listed file.
+ENTRY_SCHEMA = T.StructType(
+    [
+        T.StructField("relpath", T.StringType()),
+        T.StructField("size", T.LongType()),
+        T.StructField("stamp", T.StringType()),  # JSON of the listing's stamp
+        T.StructField("modified_ns", T.LongType()),
+        T.StructField("day", T.DateType()),
+    ]
+)
+
+
+def judged_schema(contract: SourceContract) -> T.StructType:
+    """One schema for every record a task yields: its kind, the contract columns (typed
+    rows), the quarantine columns and the per-file summary columns; unused ones are null."""
+    fields = [T.StructField(KIND, T.StringType(), False), *spark_schema(contract.schema).fields]
+    fields += [T.StructField(QUARANTINE_PREFIX + name, kind) for name, kind in QUARANTINE_FIELDS]
+    fields += [T.StructField(FILE_PREFIX + name, kind) for name, kind in FILE_FIELDS]
+    return T.StructType(fields)
+
+
+class Records:
+    """Arrow record batches in the judged schema, from the reader's tables."""
+
+    def __init__(self, contract: SourceContract) -> None:
+        self.contract = contract
+        self.schema = to_arrow_schema(judged_schema(contract), timezone="UTC")
+
+    def batch(self, kind: str, columns: Mapping[str, pa.Array], rows: int) -> pa.RecordBatch:
+        arrays = []
+        for field in self.schema:
+            if field.name == KIND:
+                arrays.append(pa.array([kind] * rows, field.type))
+            elif field.name in columns:
+                arrays.append(columns[field.name].cast(field.type))
+            else:
+                arrays.append(pa.nulls(rows, field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def rows(self, table: pa.Table) -> pa.RecordBatch:
+        columns = {name: table.column(name).combine_chunks() for name in table.column_names}
+        return self.batch(ROW, columns, table.num_rows)
+
+    def quarantine(self, table: pa.Table) -> pa.RecordBatch:
+        columns = {
+            QUARANTINE_PREFIX + name: table.column(name).combine_chunks()
+            for name, _ in QUARANTINE_FIELDS
+        }
+        return self.batch(QUARANTINED, columns, table.num_rows)
+
+    def summary(self, values: Mapping[str, Any], kind: str = FILE) -> pa.RecordBatch:
+        columns = {
+            FILE_PREFIX + name: pa.array(
+                [values.get(name)], self.schema.field(FILE_PREFIX + name).type
+            )
+            for name, _ in FILE_FIELDS
+        }
+        return self.batch(kind, columns, 1)
+
+
+@dataclass(frozen=True)
+class ReadFiles:
+    """The task function: read each listed file of its partition with ``FileReader``."""
+
+    root: LandingRoot
+    contract: SourceContract
+    piece_bytes: int = PIECE_BYTES
+
+    def __call__(self, entries: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        records = Records(self.contract)
+        for batch in entries:
+            for entry in batch.to_pylist():
+                item = LandingObject(
+                    entry["relpath"],
+                    entry["size"],
+                    tuple(json.loads(entry["stamp"])),
+                    entry["modified_ns"],
+                )
+                yield from read_one(
+                    FileReader(
+                        self.root.chunks(item),
+                        item.relpath,
+                        self.contract,
+                        entry["day"],
+                        item.size,
+                        self.piece_bytes,
+                    ),
+                    records,
+                )
+
+
+def read_one(reader: FileReader, records: Records) -> Iterator[pa.RecordBatch]:
+    """One file's records: its pieces' rows and quarantine rows, then its summary (or an
+    error record naming the file, which the driver raises)."""
+    valid = quarantined = 0
+    try:
+        for piece in reader:
+            if piece.rows.num_rows:
+                valid += piece.rows.num_rows
+                yield records.rows(piece.rows)
+            if piece.quarantine.num_rows:
+                quarantined += piece.quarantine.num_rows
+                yield records.quarantine(piece.quarantine)
+    except LandingFileError as exc:
+        yield records.summary({"relpath": exc.relpath, "error": exc.problem}, ERROR)
+        return
+    read = reader.file
+    yield records.summary(
+        {
+            "relpath": read.relpath,
+            "size": read.size,
+            "sha256": read.sha256,
+            "rows": read.rows,
+            "valid": valid,
+            "quarantined": quarantined,
+            "dropped": json.dumps(list(reader.dropped_columns)),
+            "notes": json.dumps(list(reader.notes)),
+        }
+    )
 
 
 @dataclass(frozen=True)
 class SparkLandingBatch:
-    """A source's days read by Spark: lazy valid rows and quarantine rows, plus the plan."""
+    """A source's days read by Spark: lazy views of the typed rows and quarantine rows of
+    one persisted judged frame, and what the files' summaries said."""
 
     source: str
     start: dt.date
     end: dt.date
-    judged: DataFrame  # contract columns + bad/reason/path/row/raw, one row per raw row
-    files: tuple[str, ...]  # relpaths read
-    dropped_columns: Mapping[str, tuple[str, ...]]  # CSV and Parquet files only
+    judged: DataFrame  # persisted; KIND says what each record is
+    files: tuple[str, ...]  # relpaths read, in listing order
+    dropped_columns: Mapping[str, tuple[str, ...]]
     ignored_files: Mapping[str, str]
     notes: Mapping[str, tuple[str, ...]]
     contract: SourceContract
+    valid_rows: int
+    quarantined_rows: int
 
     @property
     def rows(self) -> DataFrame:
         """Valid rows, exactly the contract schema; not deduplicated."""
-        return self.judged.filter(~F.col(BAD)).select(*self.contract.columns)
+        return self.judged.filter(F.col(KIND) == ROW).select(
+            *(col(c) for c in self.contract.columns)
+        )
 
     @property
     def quarantine(self) -> DataFrame:
-        """Rejected rows with their reason (row_number is null for CSV and JSON Lines)."""
-        path, layout = F.col(PATH), self.contract.layout
-        return self.judged.filter(F.col(BAD)).select(
+        """Rejected rows with their reason, file, row number and raw record."""
+        return self.judged.filter(F.col(KIND) == QUARANTINED).select(
             F.lit(self.source).alias("source"),
-            folder_day(path, layout).alias("partition_date"),
-            landing_relpath(path, layout).alias("source_file"),
-            F.col(ROW).alias("row_number"),
-            F.col(REASON).alias("reason"),
-            F.col(RAW).alias("raw_record"),
+            *(F.col(QUARANTINE_PREFIX + name).alias(name) for name, _ in QUARANTINE_FIELDS),
         )
 
     def persist(self) -> SparkLandingBatch:
-        """Keep the judged rows (memory, spilling to disk): the files are parsed once for
-        ``rows``, ``quarantine`` and ``counts``. Call ``unpersist`` when done."""
-        self.judged.persist(StorageLevel.MEMORY_AND_DISK)
+        """The judged frame is persisted when read; kept for callers that ask."""
         return self
 
     def unpersist(self) -> None:
-        """Release what ``persist`` kept."""
+        """Release the judged rows the read kept."""
         self.judged.unpersist()
 
     def counts(self) -> tuple[int, int]:
-        """(valid rows, quarantined rows), counted in one Spark job."""
-        totals = self.judged.agg(
-            F.count(F.lit(1)).alias("raw"), F.count_if(F.col(BAD)).alias("bad")
-        ).first()
-        assert totals is not None
-        return int(totals["raw"]) - int(totals["bad"]), int(totals["bad"])
-
-
-def _raw_value(value: Column, kind: T.DataType) -> Column:
-    if not isinstance(kind, T.StringType):
-        return value
-    more = F.length(value) - RAW_VALUE_CHARS
-    return F.when(
-        more > 0,
-        F.concat(
-            F.substring(value, 1, RAW_VALUE_CHARS),
-            F.lit("...["),
-            more.cast("string"),
-            F.lit(" more chars]"),
-        ),
-    ).otherwise(value)
-
-
-def _raw_record(frame: DataFrame, names: tuple[str, ...]) -> Column:
-    kinds = {f.name: f.dataType for f in frame.schema.fields}
-    return F.to_json(F.struct(*(_raw_value(quoted(n), kinds[n]).alias(n) for n in names)))
-
-
-def _file_columns(group: FileGroup, contract: SourceContract) -> dict[str, FileColumn]:
-    """Where each contract column is in the group's files (by its file name)."""
-    kinds = dict(zip(group.columns, group.types, strict=True)) if group.types else {}
-    out = {}
-    for column in contract.columns:
-        name = contract.file_name(column)
-        if name in group.columns:
-            out[column] = FileColumn(name, kinds[name]) if kinds else FileColumn(name)
-    return out
-
-
-def _uris(group: FileGroup) -> list[str]:
-    # Hadoop paths take the plain (unescaped) path after the scheme.
-    return [f"file://{p.resolve()}" for p in group.paths]
-
-
-def _parquet(spark: SparkSession, group: FileGroup, contract: SourceContract) -> DataFrame:
-    frame = spark.read.parquet(*_uris(group))
-    frame = frame.select(
-        *(quoted(c) for c in group.columns),
-        F.col("_metadata.file_path").alias(PATH),
-        (F.col("_metadata.row_index") + 1).alias(ROW),
-    )
-    problem = F.lit(group.problem).cast("string")
-    return judge(
-        frame,
-        contract,
-        problem,
-        _raw_record(frame, group.columns),
-        F.col(ROW),
-        _file_columns(group, contract),
-    )
-
-
-def _csv(spark: SparkSession, group: FileGroup, contract: SourceContract) -> DataFrame:
-    schema = T.StructType(
-        [T.StructField(c, T.StringType()) for c in group.columns]
-        + [T.StructField(_CORRUPT, T.StringType())]
-    )
-    frame = (
-        spark.read.schema(schema)
-        .options(
-            header=True,
-            multiLine=True,
-            mode="PERMISSIVE",
-            escape='"',
-            sep=contract.csv_delimiter,
-            encoding="UTF-8",
-            columnNameOfCorruptRecord=_CORRUPT,
-        )
-        .csv(_uris(group))
-        .select("*", F.col("_metadata.file_path").alias(PATH))
-    )
-    malformed = F.when(
-        F.col(_CORRUPT).isNotNull(),
-        F.lit(
-            f"row does not have the header's {len(group.columns)} fields: check delimiters and "
-            "quoting"
-        ),
-    )
-    problem = F.coalesce(F.lit(group.problem).cast("string"), malformed)
-    raw = F.when(F.col(_CORRUPT).isNotNull(), F.to_json(F.array(F.col(_CORRUPT)))).otherwise(
-        _raw_record(frame, group.columns)
-    )
-    return judge(frame, contract, problem, raw, F.lit(None), _file_columns(group, contract))
-
-
-def _jsonl(spark: SparkSession, group: FileGroup, contract: SourceContract) -> DataFrame:
-    lines = spark.read.text(_uris(group)).select(
-        F.col(LINE), F.col("_metadata.file_path").alias(PATH)
-    )
-    return json_lines(lines, contract)
-
-
-_READERS = {"parquet": _parquet, "csv": _csv, "jsonl": _jsonl}
-
-
-def empty_judged(spark: SparkSession, contract: SourceContract) -> DataFrame:
-    """A judged frame with no rows (a range without files)."""
-    fields = [
-        *spark_schema(contract.schema).fields,
-        T.StructField(BAD, T.BooleanType()),
-        T.StructField(REASON, T.StringType()),
-        T.StructField(PATH, T.StringType()),
-        T.StructField(ROW, T.LongType()),
-        T.StructField(RAW, T.StringType()),
-    ]
-    return spark.createDataFrame([], T.StructType(fields))
+        """(valid rows, quarantined rows), from the files' summaries (no Spark job)."""
+        return self.valid_rows, self.quarantined_rows
 
 
 def read_landing_spark(
@@ -215,10 +228,14 @@ def read_landing_spark(
     start: dt.date,
     end: dt.date,
     found: Mapping[dt.date, Discovery] | None = None,
+    piece_bytes: int = PIECE_BYTES,
 ) -> SparkLandingBatch:
     """Read days ``[start, end)`` of a daily source on the executors (see docs/spark.md).
 
-    Days before the source's first partition day raise ``DayBeforeFirstDayError``.
+    ``found`` are the days' discoveries when the caller listed them already. The files are
+    read once here (the judged frame is persisted); an unreadable file raises
+    ``LandingFileError`` naming it, as the local reader does. Days before the source's
+    first partition day raise ``DayBeforeFirstDayError``.
     """
     if not contract.daily:
         raise ValueError(f"{contract.name} is a snapshot source; read it with read_snapshot")
@@ -229,18 +246,47 @@ def read_landing_spark(
     if early:
         raise DayBeforeFirstDayError(contract, early)
     require_settings(spark)
-    plan = plan_days(landing, contract, start, end, found)
-    judged = empty_judged(spark, contract)
-    for group in plan.groups:
-        judged = judged.unionByName(_READERS[group.format](spark, group, contract))
+    root = landing_root(landing)
+    listed = dict(found) if found is not None else {}
+    missing = [day for day in days if day not in listed]
+    listed.update(discover_days(root, contract, missing))
+    entries = [
+        (item.relpath, item.size, json.dumps(list(item.stamp)), item.modified_ns, day)
+        for day in days
+        for item in listed[day].files
+    ]
+    schema = judged_schema(contract)
+    if entries:
+        tasks = spark.sparkContext.parallelize(entries, numSlices=len(entries))
+        judged = spark.createDataFrame(tasks, ENTRY_SCHEMA).mapInArrow(
+            ReadFiles(root, contract, piece_bytes), schema
+        )
+    else:
+        judged = spark.createDataFrame([], schema)
+    judged = judged.persist(StorageLevel.MEMORY_AND_DISK)
+    summaries = {
+        r[FILE_PREFIX + "relpath"]: r
+        for r in judged.filter(F.col(KIND).isin(FILE, ERROR))
+        .select(F.col(KIND), *(F.col(FILE_PREFIX + name) for name, _ in FILE_FIELDS))
+        .collect()
+    }
+    errors = sorted((p, r[FILE_PREFIX + "error"]) for p, r in summaries.items() if r[KIND] == ERROR)
+    if errors:
+        judged.unpersist()
+        raise LandingFileError(*errors[0])
+    files = tuple(entry[0] for entry in entries)
+    dropped = {p: tuple(json.loads(summaries[p][FILE_PREFIX + "dropped"])) for p in files}
+    notes = {p: tuple(json.loads(summaries[p][FILE_PREFIX + "notes"])) for p in files}
     return SparkLandingBatch(
         source=contract.name,
         start=start,
         end=end,
         judged=judged,
-        files=tuple(plan.files),
-        dropped_columns=plan.dropped_columns,
-        ignored_files=plan.ignored_files,
-        notes=plan.notes,
+        files=files,
+        dropped_columns={p: d for p, d in dropped.items() if d},
+        ignored_files={p: why for day in days for p, why in listed[day].ignored.items()},
+        notes={p: n for p, n in notes.items() if n},
         contract=contract,
+        valid_rows=sum(int(summaries[p][FILE_PREFIX + "valid"]) for p in files),
+        quarantined_rows=sum(int(summaries[p][FILE_PREFIX + "quarantined"]) for p in files),
     )

@@ -1,28 +1,42 @@
 """Spark Structured Streaming into Delta, exactly once: one txn-stamped commit per micro-batch.
 
-The stream reads an append-only folder of JSON Lines files. ``foreachBatch`` judges each
-micro-batch with the landing rules, stages its valid rows through the executor-side writer
-and commits them with the Delta ``txn`` (stream app id, version = batch id). After a crash
+The stream reads an append-only folder of JSON Lines files (Spark's file source tracks
+which files each micro-batch holds). ``foreachBatch`` reads each file of a micro-batch on
+the executors with the library's own landing reader (``FileReader``, as the batch engines
+do), stages its valid rows through the executor-side writer and commits them with the
+Delta ``txn`` (stream app id, version = batch id). After a crash
 Spark replays the last batch whose commit it had not checkpointed; ``append_spark`` reads
 ``transaction_version(app_id)`` on a fresh snapshot first and skips it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.streaming import StreamingQuery
 
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable
 from idem_assets.landing.contract import SourceContract
-from idem_assets.spark.json_lines import json_lines
-from idem_assets.spark.judge import BAD, PATH, RAW, REASON, ROW
+from idem_assets.landing.errors import LandingFileError
+from idem_assets.landing.reader import FileReader
+from idem_assets.spark.landing import (
+    ERROR,
+    FILE_PREFIX,
+    KIND,
+    QUARANTINE_PREFIX,
+    QUARANTINED,
+    ROW,
+    Records,
+    judged_schema,
+    read_one,
+)
 from idem_assets.spark.resource import require_settings
 from idem_assets.spark.schema import col
 from idem_assets.spark.staging import spark_uri
@@ -35,6 +49,17 @@ STREAM_QUARANTINE_SCHEMA = pa.schema(
         pa.field("row_number", pa.int64()),  # null: a file source does not number lines
         pa.field("reason", pa.string()),
         pa.field("raw_record", pa.string()),
+    ]
+)
+
+
+# Spark's binaryFile source, which a stream must be given up front.
+BINARY_FILE_SCHEMA = T.StructType(
+    [
+        T.StructField("path", T.StringType(), False),
+        T.StructField("modificationTime", T.TimestampType(), False),
+        T.StructField("length", T.LongType(), False),
+        T.StructField("content", T.BinaryType(), True),
     ]
 )
 
@@ -65,12 +90,21 @@ class StreamSink:
     # Test and operations hook, called after a batch's commits, before Spark checkpoints it.
     after_commit: Callable[[int, WriteResult], None] | None = None
 
-    def commit(self, lines: DataFrame, batch_id: int) -> WriteResult:
-        """Judge one micro-batch and commit it exactly once (the foreachBatch function)."""
-        lines.persist()
+    def commit(self, files: DataFrame, batch_id: int) -> WriteResult:
+        """Read one micro-batch's files and commit it exactly once (the foreachBatch function)."""
+        judged = files.mapInArrow(ParseFiles(self.contract), judged_schema(self.contract))
+        judged.persist()
         try:
-            judged = json_lines(lines, self.contract)
-            rows = judged.filter(~F.col(BAD)).select(*self.contract.columns)
+            failed = (
+                judged.filter(F.col(KIND) == ERROR)
+                .select(F.col(FILE_PREFIX + "relpath"), F.col(FILE_PREFIX + "error"))
+                .first()
+            )
+            if failed is not None:
+                raise LandingFileError(failed[0], failed[1])
+            rows = judged.filter(F.col(KIND) == ROW).select(
+                *(col(c) for c in self.contract.columns)
+            )
             if self.prepare is not None:
                 rows = self.prepare(rows)
             result = append_spark(
@@ -83,12 +117,12 @@ class StreamSink:
                 commit_metadata={"idem.stream": self.app_id},
             )
             if self.quarantine is not None:
-                rejected = judged.filter(F.col(BAD)).select(
+                rejected = judged.filter(F.col(KIND) == QUARANTINED).select(
                     F.lit(self.contract.name).alias("source"),
-                    F.regexp_extract(F.col(PATH), r"([^/]+)$", 1).alias("source_file"),
-                    F.col(ROW).alias("row_number"),
-                    F.col(REASON).alias("reason"),
-                    F.col(RAW).alias("raw_record"),
+                    *(
+                        F.col(QUARANTINE_PREFIX + name).alias(name)
+                        for name in ("source_file", "row_number", "reason", "raw_record")
+                    ),
                 )
                 append_spark(
                     self.quarantine,
@@ -98,10 +132,26 @@ class StreamSink:
                     schema=STREAM_QUARANTINE_SCHEMA,
                 )
         finally:
-            lines.unpersist()
+            judged.unpersist()
         if self.after_commit is not None:
             self.after_commit(batch_id, result)
         return result
+
+
+@dataclass(frozen=True)
+class ParseFiles:
+    """The task function of a micro-batch: each file's bytes read by ``FileReader``."""
+
+    contract: SourceContract
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        records = Records(self.contract)
+        for batch in batches:
+            for entry in batch.to_pylist():
+                name = entry["path"].rsplit("/", 1)[-1]
+                content = entry["content"]
+                reader = FileReader([content], name, self.contract, None, len(content))
+                yield from read_one(reader, records)
 
 
 def start_stream(
@@ -121,14 +171,16 @@ def start_stream(
     Hidden files (``.name``, ``_name``) are in-progress writes and are not read.
     """
     require_settings(spark)
-    lines = (
-        spark.readStream.format("text")
+    files = (
+        spark.readStream.format("binaryFile")
+        .schema(BINARY_FILE_SCHEMA)
         .option("maxFilesPerTrigger", max_files_per_trigger)
-        .load(f"{spark_uri(str(Path(stream_dir).resolve()))}/*.jsonl")
-        .select(F.col("value"), F.col("_metadata.file_path").alias(PATH))
+        .option("pathGlobFilter", "*.jsonl")
+        .load(spark_uri(str(Path(stream_dir).resolve())))
+        .select(F.col("path"), F.col("content"))
     )
     writer = (
-        lines.writeStream.foreachBatch(sink.commit)
+        files.writeStream.foreachBatch(sink.commit)
         .option("checkpointLocation", spark_uri(str(Path(checkpoint_dir).resolve())))
         .queryName(sink.app_id.replace("/", "_"))
     )

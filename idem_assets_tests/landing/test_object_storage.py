@@ -381,11 +381,3 @@ def test_bytes_hash_the_same_in_both_places(both):
         assert bucket.sha256(item) == expected
     parquet = next(f for f in found.files if f.relpath.endswith(".parquet"))
     assert bucket.head(parquet, 4) == b"PAR1"
-
-
-def test_the_spark_engine_says_what_it_needs_to_read_a_bucket(s3_bucket):
-    from idem_assets.spark.landing_files import plan_days
-
-    s3_bucket.put("landing/_SUCCESS", "")
-    with pytest.raises(LandingRootError, match="the Spark engine reads landing files through"):
-        plan_days(landing_root(s3_bucket.uri("landing")), ORDERS, START, START + dt.timedelta(1))

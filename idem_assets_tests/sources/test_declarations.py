@@ -124,7 +124,7 @@ CASES = [
     ),
     (
         column("label", rules=[{"pattern": "(?<=x)y"}]),
-        "is not a regular expression both engines accept",
+        "is not a regular expression the reader accepts",
     ),
     (
         column("label", rules=[{"min": 3}]),
