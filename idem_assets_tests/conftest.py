@@ -4,7 +4,11 @@ import pytest
 
 from idem_assets_tests.harness import Project, new_project
 
-pytest_plugins = ["idem_assets_tests.fixtures.postgres", "idem_assets_tests.fixtures.s3"]
+pytest_plugins = [
+    "idem_assets_tests.fixtures.postgres",
+    "idem_assets_tests.fixtures.s3",
+    "idem_assets_tests.fixtures.spark",
+]
 
 
 @pytest.fixture

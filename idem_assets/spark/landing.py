@@ -26,7 +26,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
 from idem_assets.landing.errors import LandingFileError
-from idem_assets.landing.files import Discovery, Landing, discover_days
+from idem_assets.landing.files import Discovery, Landing, LandingFile, discover_days
 from idem_assets.landing.pieces import PIECE_BYTES
 from idem_assets.landing.reader import FileReader
 from idem_assets.landing.store import LandingObject, LandingRoot, landing_root
@@ -46,6 +46,8 @@ QUARANTINE_FIELDS = (
 )
 FILE_FIELDS = (
     ("relpath", T.StringType()),
+    ("format", T.StringType()),
+    ("day", T.DateType()),
     ("size", T.LongType()),
     ("sha256", T.StringType()),
     ("rows", T.LongType()),
@@ -165,6 +167,8 @@ def read_one(reader: FileReader, records: Records) -> Iterator[pa.RecordBatch]:
     yield records.summary(
         {
             "relpath": read.relpath,
+            "format": read.format,
+            "day": read.day,
             "size": read.size,
             "sha256": read.sha256,
             "rows": read.rows,
@@ -192,6 +196,7 @@ class SparkLandingBatch:
     contract: SourceContract
     valid_rows: int
     quarantined_rows: int
+    file_reads: tuple[LandingFile, ...] = ()  # what each file held, as the local reader says
 
     @property
     def rows(self) -> DataFrame:
@@ -289,4 +294,19 @@ def read_landing_spark(
         contract=contract,
         valid_rows=sum(int(summaries[p][FILE_PREFIX + "valid"]) for p in files),
         quarantined_rows=sum(int(summaries[p][FILE_PREFIX + "quarantined"]) for p in files),
+        file_reads=tuple(_file_read(summaries[p]) for p in files),
+    )
+
+
+def _file_read(summary: Any) -> LandingFile:
+    def value(name: str) -> Any:
+        return summary[FILE_PREFIX + name]
+
+    return LandingFile(
+        value("relpath"),
+        value("format"),
+        value("size"),
+        value("sha256"),
+        value("rows"),
+        value("day"),
     )

@@ -12,7 +12,7 @@ import pytest
 
 from idem_assets.landing import DayBeforeFirstDayError, LandingFileError, day_signature, list_days
 from idem_assets.sources import Column, LandingSource, Rule
-from idem_assets_tests.landing.builders import parquet_bytes, put, read_day, reasons
+from idem_assets_tests.landing.builders import parquet_bytes, put, reasons
 
 DAY = dt.date(2024, 3, 1)
 NEXT = DAY + dt.timedelta(days=1)
@@ -61,7 +61,7 @@ def values(batch, name: str) -> list:
         ),
     ],
 )
-def test_iso_timestamps_with_every_offset_spelling(tmp_path, text, expected):
+def test_iso_timestamps_with_every_offset_spelling(read_day, tmp_path, text, expected):
     source = declared(Column(name="at", type="timestamp"))
     put(tmp_path, "feed/date=2024-03-01/a.csv", csv("id,day,at", f'1,2024-03-01,"{text}"'))
     batch = read_day(tmp_path, source.contract())
@@ -71,7 +71,7 @@ def test_iso_timestamps_with_every_offset_spelling(tmp_path, text, expected):
         assert values(batch, "at") == [expected] and batch.quarantine.num_rows == 0
 
 
-def test_naive_timestamps_are_read_in_the_declared_zone(tmp_path):
+def test_naive_timestamps_are_read_in_the_declared_zone(read_day, tmp_path):
     source = declared(Column(name="at", type="timestamp"), timezone="Europe/Berlin")
     put(
         tmp_path,
@@ -98,7 +98,7 @@ def test_naive_timestamps_are_read_in_the_declared_zone(tmp_path):
     ]
 
 
-def test_naive_parquet_timestamps_are_read_in_the_declared_zone(tmp_path):
+def test_naive_parquet_timestamps_are_read_in_the_declared_zone(read_day, tmp_path):
     source = declared(Column(name="at", type="timestamp"), timezone="America/New_York")
     table = pa.table(
         {
@@ -112,7 +112,7 @@ def test_naive_parquet_timestamps_are_read_in_the_declared_zone(tmp_path):
     assert values(batch, "at") == [dt.datetime(2024, 3, 1, 14, tzinfo=UTC)]
 
 
-def test_epoch_seconds_and_milliseconds(tmp_path):
+def test_epoch_seconds_and_milliseconds(read_day, tmp_path):
     source = declared(
         Column(name="s", type="timestamp", epoch="seconds"),
         Column(name="ms", type="timestamp", epoch="milliseconds"),
@@ -149,7 +149,7 @@ def test_epoch_seconds_and_milliseconds(tmp_path):
     assert "ms: value '1.0001' is not epoch milliseconds" in reasons(batch)[1]
 
 
-def test_epoch_parquet_integers(tmp_path):
+def test_epoch_parquet_integers(read_day, tmp_path):
     source = declared(Column(name="ms", type="timestamp", epoch="milliseconds"))
     table = pa.table(
         {"id": [1, 2], "day": [DAY, DAY], "ms": pa.array([1709287200000, 2**62], pa.int64())}
@@ -163,7 +163,7 @@ def test_epoch_parquet_integers(tmp_path):
 # --- numbers ------------------------------------------------------------------------------
 
 
-def test_decimal_comma_and_thousands_dot_load_when_declared(tmp_path):
+def test_decimal_comma_and_thousands_dot_load_when_declared(read_day, tmp_path):
     columns = (
         Column(name="amount", type="decimal(18,2)"),
         Column(name="qty", type="int64"),
@@ -193,7 +193,7 @@ def test_decimal_comma_and_thousands_dot_load_when_declared(tmp_path):
     ]
 
 
-def test_decimal_comma_without_a_declaration_names_the_setting(tmp_path):
+def test_decimal_comma_without_a_declaration_names_the_setting(read_day, tmp_path):
     source = declared(Column(name="amount", type="decimal(18,2)"))
     put(tmp_path, "feed/date=2024-03-01/a.csv", csv("id,day,amount", '1,2024-03-01,"1.234,50"'))
     [reason] = reasons(read_day(tmp_path, source.contract()))
@@ -204,7 +204,7 @@ def test_decimal_comma_without_a_declaration_names_the_setting(tmp_path):
     )
 
 
-def test_thousands_comma_with_decimal_point(tmp_path):
+def test_thousands_comma_with_decimal_point(read_day, tmp_path):
     source = declared(Column(name="amount", type="decimal(12,2)"), numbers={"thousands": ","})
     put(
         tmp_path,
@@ -238,7 +238,7 @@ def test_thousands_comma_with_decimal_point(tmp_path):
         ("decimal(10,0)", "42.5", "has more than 0 decimal"),
     ],
 )
-def test_declared_column_types(tmp_path, kind, text, expected):
+def test_declared_column_types(read_day, tmp_path, kind, text, expected):
     source = declared(Column(name="v", type=kind))
     put(tmp_path, "feed/date=2024-03-01/a.csv", csv("id,day,v", f"1,2024-03-01,{text}"))
     batch = read_day(tmp_path, source.contract())
@@ -251,7 +251,7 @@ def test_declared_column_types(tmp_path, kind, text, expected):
 # --- files --------------------------------------------------------------------------------
 
 
-def test_semicolon_spreadsheet_export_with_bom_crlf_and_quotes(tmp_path):
+def test_semicolon_spreadsheet_export_with_bom_crlf_and_quotes(read_day, tmp_path):
     source = declared(
         Column(name="name", type="string"),
         Column(name="price", type="decimal(9,2)"),
@@ -265,13 +265,13 @@ def test_semicolon_spreadsheet_export_with_bom_crlf_and_quotes(tmp_path):
     assert values(batch, "price") == [Decimal("3.50"), Decimal("4.00")]
 
 
-def test_tab_delimited_csv(tmp_path):
+def test_tab_delimited_csv(read_day, tmp_path):
     source = declared(Column(name="name", type="string"), csv={"delimiter": "tab"})
     put(tmp_path, "feed/date=2024-03-01/a.csv", "id\tday\tname\n1\t2024-03-01\ta, b\n")
     assert values(read_day(tmp_path, source.contract()), "name") == ["a, b"]
 
 
-def test_gzip_csv_and_jsonl_are_read_and_hashed_as_delivered(tmp_path):
+def test_gzip_csv_and_jsonl_are_read_and_hashed_as_delivered(read_day, tmp_path):
     source = declared(Column(name="name", type="string"))
     raw = csv("id,day,name", "1,2024-03-01,a").encode()
     put(tmp_path, "feed/date=2024-03-01/a.csv.gz", gzip.compress(raw, mtime=0))
@@ -295,7 +295,7 @@ def test_gzip_csv_and_jsonl_are_read_and_hashed_as_delivered(tmp_path):
         (gzip.compress(b"\0" * (70 << 20)), "refused as a likely gzip bomb"),
     ],
 )
-def test_broken_gzip_files_fail_with_a_clear_error(tmp_path, data, problem):
+def test_broken_gzip_files_fail_with_a_clear_error(read_day, tmp_path, data, problem):
     source = declared()
     put(tmp_path, "feed/date=2024-03-01/a.csv.gz", data)
     with pytest.raises(LandingFileError, match=problem) as raised:
@@ -303,7 +303,7 @@ def test_broken_gzip_files_fail_with_a_clear_error(tmp_path, data, problem):
     assert raised.value.relpath == "feed/date=2024-03-01/a.csv.gz"
 
 
-def test_parquet_dictionary_large_string_and_nested_columns(tmp_path):
+def test_parquet_dictionary_large_string_and_nested_columns(read_day, tmp_path):
     source = declared(
         Column(name="label", type="string"),
         Column(name="detail", type="string"),
@@ -342,7 +342,7 @@ def test_parquet_dictionary_large_string_and_nested_columns(tmp_path):
         ),
     ],
 )
-def test_layouts(tmp_path, layout, folder, next_folder):
+def test_layouts(read_day, tmp_path, layout, folder, next_folder):
     contract = declared(layout=layout).contract()
     put(tmp_path, f"{folder}/a.csv", csv("id,day", "1,2024-03-01", "2,2024-03-02"))
     put(tmp_path, f"{next_folder}/b.csv", csv("id,day", "3,2024-03-02"))
@@ -355,7 +355,7 @@ def test_layouts(tmp_path, layout, folder, next_folder):
     assert batch.day_signatures() == {DAY: day_signature(tmp_path, contract, DAY)}
 
 
-def test_renamed_columns_and_a_file_lacking_one(tmp_path):
+def test_renamed_columns_and_a_file_lacking_one(read_day, tmp_path):
     source = declared(Column(name="amount", type="decimal(18,2)", **{"from": "Amount EUR"}))
     rename = LandingSource.model_validate(
         {
@@ -385,7 +385,7 @@ def test_renamed_columns_and_a_file_lacking_one(tmp_path):
     ]
 
 
-def test_non_nullable_columns_and_a_declared_field_bound(tmp_path):
+def test_non_nullable_columns_and_a_declared_field_bound(read_day, tmp_path):
     source = declared(Column(name="name", type="string", nullable=False), max_field_bytes=12)
     put(
         tmp_path,
@@ -400,7 +400,7 @@ def test_non_nullable_columns_and_a_declared_field_bound(tmp_path):
     ]
 
 
-def test_days_before_the_first_day_are_an_error_that_says_what_to_change(tmp_path):
+def test_days_before_the_first_day_are_an_error_that_says_what_to_change(read_day, tmp_path):
     contract = declared().contract()
     with pytest.raises(DayBeforeFirstDayError) as raised:
         read_day(tmp_path, contract, day=DAY - dt.timedelta(days=2))
@@ -411,7 +411,7 @@ def test_days_before_the_first_day_are_an_error_that_says_what_to_change(tmp_pat
     )
 
 
-def test_a_pattern_rule_with_braces_quarantines_with_its_pattern_in_the_reason(tmp_path):
+def test_a_pattern_rule_with_braces_quarantines_with_its_pattern_in_the_reason(read_day, tmp_path):
     rule = Rule(pattern="[A-Z]{2}-\\d{3}", severity="quarantine")
     source = declared(Column(name="code", type="string", rules=(rule,)))
     put(
@@ -427,7 +427,7 @@ def test_a_pattern_rule_with_braces_quarantines_with_its_pattern_in_the_reason(t
     ]
 
 
-def test_typed_parquet_values_ignore_the_text_spelling_and_lists_become_json(tmp_path):
+def test_typed_parquet_values_ignore_the_text_spelling_and_lists_become_json(read_day, tmp_path):
     source = declared(
         Column(name="qty", type="int64"),
         Column(name="tags", type="string"),

@@ -18,7 +18,6 @@ from idem_assets_tests.landing.builders import (
     orders_csv,
     parquet_bytes,
     put,
-    read_day,
     reasons,
 )
 
@@ -38,7 +37,7 @@ def _orders_table(**overrides: pa.Array) -> pa.Table:
     return pa.table(columns)
 
 
-def test_one_day_mixes_parquet_csv_and_jsonl(tmp_path):
+def test_one_day_mixes_parquet_csv_and_jsonl(read_day, tmp_path):
     put(tmp_path, day_file("a.parquet"), parquet_bytes(_orders_table()))
     put(tmp_path, day_file("b.csv"), orders_csv("3,9,1.50,shipped,2024-03-01,2024-03-01T10:00:00Z"))
     put(tmp_path, day_file("c.jsonl"), jsonl(order(4)))
@@ -50,7 +49,7 @@ def test_one_day_mixes_parquet_csv_and_jsonl(tmp_path):
     assert batch.rows.schema == ORDERS.schema
 
 
-def test_parquet_type_drift_is_normalised(tmp_path):
+def test_parquet_type_drift_is_normalised(read_day, tmp_path):
     berlin = pa.array([TEN_UTC, TEN_UTC], pa.timestamp("ms", "Europe/Berlin"))
     naive = pa.array([dt.datetime(2024, 3, 1, 10)] * 2, pa.timestamp("ns"))
     put(
@@ -86,7 +85,7 @@ def test_parquet_type_drift_is_normalised(tmp_path):
     assert column(batch, "updated_at") == [TEN_UTC] * 4
 
 
-def test_parquet_values_that_would_lose_precision_are_quarantined(tmp_path):
+def test_parquet_values_that_would_lose_precision_are_quarantined(read_day, tmp_path):
     nanos = pa.array([1_709_287_200_000_000_001, 1_709_287_200_000_000_000], pa.int64()).cast(
         pa.timestamp("ns", "UTC")
     )
@@ -108,7 +107,7 @@ def test_parquet_values_that_would_lose_precision_are_quarantined(tmp_path):
     assert "has sub-microsecond precision" in reason
 
 
-def test_parquet_with_wrong_types_is_quarantined_per_row(tmp_path):
+def test_parquet_with_wrong_types_is_quarantined_per_row(read_day, tmp_path):
     put(
         tmp_path,
         day_file("a.parquet"),
@@ -126,7 +125,7 @@ def test_parquet_with_wrong_types_is_quarantined_per_row(tmp_path):
     assert "status: binary value cannot be read as UTF-8 text" in second
 
 
-def test_extra_columns_are_dropped_and_reported(tmp_path):
+def test_extra_columns_are_dropped_and_reported(read_day, tmp_path):
     put(
         tmp_path,
         day_file("a.csv"),
@@ -146,7 +145,7 @@ def test_extra_columns_are_dropped_and_reported(tmp_path):
     }
 
 
-def test_columns_in_another_order_are_fine(tmp_path):
+def test_columns_in_another_order_are_fine(read_day, tmp_path):
     put(
         tmp_path,
         day_file("a.csv"),
@@ -158,7 +157,7 @@ def test_columns_in_another_order_are_fine(tmp_path):
     assert column(read_day(tmp_path), "order_id") == [1]
 
 
-def test_missing_contract_column_quarantines_the_whole_file(tmp_path):
+def test_missing_contract_column_quarantines_the_whole_file(read_day, tmp_path):
     put(
         tmp_path,
         day_file("a.csv"),
@@ -184,13 +183,13 @@ def test_missing_contract_column_quarantines_the_whole_file(tmp_path):
     ] * 2 + ["orders/date=2024-03-01/b.jsonl"]
 
 
-def test_a_key_missing_from_some_json_lines_is_null_there(tmp_path):
+def test_a_key_missing_from_some_json_lines_is_null_there(read_day, tmp_path):
     partial = {k: v for k, v in order(2).items() if k != "customer_id"}
     put(tmp_path, day_file("a.jsonl"), jsonl(order(1), partial))
     assert column(read_day(tmp_path), "customer_id") == [7, None]
 
 
-def test_duplicate_contract_column_quarantines_the_file(tmp_path):
+def test_duplicate_contract_column_quarantines_the_file(read_day, tmp_path):
     put(
         tmp_path,
         day_file("a.csv"),
@@ -205,7 +204,7 @@ def test_duplicate_contract_column_quarantines_the_file(tmp_path):
     assert '"amount#2": "2.00"' in batch.quarantine.column("raw_record")[0].as_py()
 
 
-def test_csv_quoting_bom_crlf_and_blank_lines(tmp_path):
+def test_csv_quoting_bom_crlf_and_blank_lines(read_day, tmp_path):
     text = "\ufeff" + orders_csv(
         '1,7,"1.00","pa""id",2024-03-01,2024-03-01T10:00:00Z',
         "",
@@ -221,7 +220,7 @@ def test_csv_quoting_bom_crlf_and_blank_lines(tmp_path):
     assert batch.quarantine.column("row_number").to_pylist() == [2]
 
 
-def test_csv_quoted_newline_stays_in_its_field(tmp_path):
+def test_csv_quoted_newline_stays_in_its_field(read_day, tmp_path):
     header = "customer_id,name,email,segment,updated_at"
     put(
         tmp_path,
@@ -235,7 +234,7 @@ def test_csv_quoted_newline_stays_in_its_field(tmp_path):
     assert column(batch, "name") == ["Ada\nNovak", "Bo"]
 
 
-def test_files_with_other_suffixes_and_hidden_files_are_ignored_and_reported(tmp_path):
+def test_files_with_other_suffixes_and_hidden_files_are_ignored_and_reported(read_day, tmp_path):
     put(tmp_path, day_file("a.csv"), orders_csv("1,7,1.00,paid,2024-03-01,2024-03-01T10:00:00Z"))
     put(tmp_path, day_file("notes.txt"), "not data")
     put(tmp_path, day_file("b.csv.bz2"), b"BZh9")
@@ -260,7 +259,7 @@ def test_files_with_other_suffixes_and_hidden_files_are_ignored_and_reported(tmp
     assert ignored[day_file("nested")].startswith("sub-folder")
 
 
-def test_zero_byte_and_header_only_files_are_empty(tmp_path):
+def test_zero_byte_and_header_only_files_are_empty(read_day, tmp_path):
     for name in ("a.parquet", "b.csv", "c.jsonl"):
         put(tmp_path, day_file(name), b"")
     put(tmp_path, day_file("d.csv"), orders_csv())
@@ -272,7 +271,7 @@ def test_zero_byte_and_header_only_files_are_empty(tmp_path):
     assert batch.notes[day_file("a.parquet")] == ("zero-byte file: read as 0 rows",)
 
 
-def test_a_day_without_folder_or_files_is_a_valid_empty_day(tmp_path):
+def test_a_day_without_folder_or_files_is_a_valid_empty_day(read_day, tmp_path):
     (tmp_path / day_file("x")).parent.mkdir(parents=True)
     for day in (DAY, DAY + dt.timedelta(days=5)):
         batch = read_day(tmp_path, day=day)
@@ -311,7 +310,7 @@ def test_rows_come_out_by_relpath_then_row_number(tmp_path):
     assert again.rows.equals(batch.rows) and again.quarantine.equals(batch.quarantine)
 
 
-def test_the_reader_keeps_duplicates(tmp_path):
+def test_the_reader_keeps_duplicates(read_day, tmp_path):
     put(
         tmp_path,
         day_file("a.csv"),
@@ -324,7 +323,7 @@ def test_the_reader_keeps_duplicates(tmp_path):
     assert column(read_day(tmp_path), "status") == ["placed", "placed", "paid"]
 
 
-def test_json_payload_objects_become_json_text(tmp_path):
+def test_json_payload_objects_become_json_text(read_day, tmp_path):
     from idem_assets.sample.sources import EVENTS
 
     event = {
@@ -344,7 +343,7 @@ def test_json_payload_objects_become_json_text(tmp_path):
     assert column(batch, "payload") == ['{"page": "/p/1", "items": [1, 2]}', "plain"]
 
 
-def test_parquet_nested_and_exotic_columns(tmp_path):
+def test_parquet_nested_and_exotic_columns(read_day, tmp_path):
     from idem_assets.sample.sources import EVENTS
 
     table = pa.table(
@@ -364,7 +363,7 @@ def test_parquet_nested_and_exotic_columns(tmp_path):
     assert batch.dropped_columns == {day_file("a.parquet", "events"): ("tags",)}
 
 
-def test_json_value_of_the_wrong_kind_is_quarantined(tmp_path):
+def test_json_value_of_the_wrong_kind_is_quarantined(read_day, tmp_path):
     # Mixed kinds in one column: each value is judged by its JSON text.
     put(tmp_path, day_file("a.jsonl"), jsonl(order(1, amount={"value": 1}), order(2)))
     put(tmp_path, day_file("b.jsonl"), jsonl(order(3, order_date=20240301), order(4)))

@@ -17,7 +17,6 @@ from idem_assets_tests.landing.builders import (
     orders_csv,
     parquet_bytes,
     put,
-    read_day,
     reasons,
 )
 
@@ -28,7 +27,7 @@ def _good(order_id: int) -> str:
     return GOOD.replace("1,", f"{order_id},", 1)
 
 
-def test_csv_row_with_wrong_field_count_is_quarantined(tmp_path):
+def test_csv_row_with_wrong_field_count_is_quarantined(read_day, tmp_path):
     put(
         tmp_path,
         day_file("a.csv"),
@@ -50,7 +49,7 @@ def test_csv_row_with_wrong_field_count_is_quarantined(tmp_path):
     ]
 
 
-def test_csv_row_numbers_count_records_not_lines(tmp_path):
+def test_csv_row_numbers_count_records_not_lines(read_day, tmp_path):
     header = "customer_id,name,email,segment,updated_at"
     put(
         tmp_path,
@@ -63,7 +62,7 @@ def test_csv_row_numbers_count_records_not_lines(tmp_path):
     assert "(line 4)" in reasons(batch)[0]
 
 
-def test_csv_row_with_invalid_utf8_is_quarantined(tmp_path):
+def test_csv_row_with_invalid_utf8_is_quarantined(read_day, tmp_path):
     data = orders_csv(_good(1), "2,7,1.00,pa\udcffid,2024-03-01,2024-03-01T10:00:00Z", _good(3))
     put(tmp_path, day_file("a.csv"), data.encode("utf-8", "surrogateescape"))
     batch = read_day(tmp_path)
@@ -72,7 +71,7 @@ def test_csv_row_with_invalid_utf8_is_quarantined(tmp_path):
     assert "pa\\\\xffid" in batch.quarantine.column("raw_record")[0].as_py()
 
 
-def test_jsonl_lines_that_are_not_objects_or_not_json_are_quarantined(tmp_path):
+def test_jsonl_lines_that_are_not_objects_or_not_json_are_quarantined(read_day, tmp_path):
     lines = [
         json.dumps(order(1)),
         "[1, 2]",
@@ -96,7 +95,7 @@ def test_jsonl_lines_that_are_not_objects_or_not_json_are_quarantined(tmp_path):
     assert json.loads(batch.quarantine.column("raw_record")[1].as_py()) == ["42"]
 
 
-def test_jsonl_line_with_invalid_utf8_is_quarantined(tmp_path):
+def test_jsonl_line_with_invalid_utf8_is_quarantined(read_day, tmp_path):
     bad_line = b'{"order_id": 2, "status": "\xff"}\n'
     data = jsonl(order(1)).encode() + bad_line + jsonl(order(3)).encode()
     put(tmp_path, day_file("a.jsonl"), data)
@@ -105,7 +104,7 @@ def test_jsonl_line_with_invalid_utf8_is_quarantined(tmp_path):
     assert reasons(batch) == ["line 2 is not valid UTF-8 (byte offset 27), re-export as UTF-8"]
 
 
-def test_jsonl_blank_lines_are_not_rows(tmp_path):
+def test_jsonl_blank_lines_are_not_rows(read_day, tmp_path):
     text = "\n" + jsonl(order(1)) + "  \n\n" + jsonl(order(2, updated_at=None))
     put(tmp_path, day_file("a.jsonl"), text)
     batch = read_day(tmp_path)
@@ -113,7 +112,7 @@ def test_jsonl_blank_lines_are_not_rows(tmp_path):
     assert batch.quarantine.column("row_number").to_pylist() == [2]
 
 
-def test_jsonl_mixed_value_types_across_lines(tmp_path):
+def test_jsonl_mixed_value_types_across_lines(read_day, tmp_path):
     put(
         tmp_path,
         day_file("a.jsonl"),
@@ -124,7 +123,7 @@ def test_jsonl_mixed_value_types_across_lines(tmp_path):
     assert column(batch, "customer_id") == [5, 6, None]
 
 
-def test_truncated_parquet_raises_naming_the_file(tmp_path):
+def test_truncated_parquet_raises_naming_the_file(read_day, tmp_path):
     data = parquet_bytes(pa.table({"order_id": pa.array(range(1000))}))
     put(tmp_path, day_file("ok.csv"), orders_csv(GOOD))
     put(tmp_path, day_file("broken.parquet"), data[: len(data) // 2])
@@ -136,13 +135,13 @@ def test_truncated_parquet_raises_naming_the_file(tmp_path):
     )
 
 
-def test_garbage_with_parquet_suffix_raises(tmp_path):
+def test_garbage_with_parquet_suffix_raises(read_day, tmp_path):
     put(tmp_path, day_file("x.parquet"), b"this is not parquet at all")
     with pytest.raises(LandingFileError, match=r"x\.parquet: not a readable Parquet file"):
         read_day(tmp_path)
 
 
-def test_unterminated_csv_quote_raises_naming_the_file_and_row(tmp_path):
+def test_unterminated_csv_quote_raises_naming_the_file_and_row(read_day, tmp_path):
     put(tmp_path, day_file("a.csv"), orders_csv(_good(1), '2,7,"1.00,paid,2024-03-01,x', _good(3)))
     with pytest.raises(LandingFileError) as caught:
         read_day(tmp_path)
@@ -153,7 +152,7 @@ def test_unterminated_csv_quote_raises_naming_the_file_and_row(tmp_path):
     )
 
 
-def test_a_stray_quote_inside_a_field_is_just_a_character(tmp_path):
+def test_a_stray_quote_inside_a_field_is_just_a_character(read_day, tmp_path):
     header = "customer_id,name,email,segment,updated_at"
     put(
         tmp_path,
