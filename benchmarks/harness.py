@@ -78,9 +78,17 @@ def _child(contender: Contender, queue: mp.Queue) -> None:
     queue.put((seconds, peak, extra))
 
 
-def sample(contender: Contender, timeout: float = 3600) -> tuple[float, float, dict[str, Any]]:
-    """Run a contender once in a fresh process: (seconds, peak RSS MiB, reported extras)."""
-    ctx = mp.get_context("spawn")
+def sample(
+    contender: Contender, timeout: float = 3600, method: str = "spawn"
+) -> tuple[float, float, dict[str, Any]]:
+    """Run a contender once in a fresh process: (seconds, peak RSS MiB, reported extras).
+
+    A spawned child starts with its parent's peak RSS (Linux keeps the high-water mark of
+    the forked copy across exec), so it reports at least the parent's peak; ``method``
+    "forkserver" forks children from a small server process instead, so a child's peak
+    is its own even when the parent has grown (generated data, earlier families).
+    """
+    ctx = mp.get_context(method)
     queue: mp.Queue = ctx.Queue()
     proc = ctx.Process(target=_child, args=(contender, queue))
     proc.start()
@@ -101,12 +109,14 @@ def sample(contender: Contender, timeout: float = 3600) -> tuple[float, float, d
         proc.join(timeout=60)
 
 
-def compare(contenders: Sequence[Contender], repetitions: int) -> list[Stats]:
+def compare(
+    contenders: Sequence[Contender], repetitions: int, method: str = "spawn"
+) -> list[Stats]:
     """Run contenders alternately ``repetitions`` times; stats in contender order."""
     stats = [Stats(c.name) for c in contenders]
     for _ in range(repetitions):
         for contender, stat in zip(contenders, stats, strict=True):
-            seconds, peak, extra = sample(contender)
+            seconds, peak, extra = sample(contender, method=method)
             stat.seconds.append(seconds)
             stat.peak_rss_mb.append(peak)
             stat.extra.append(extra)

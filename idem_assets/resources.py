@@ -13,8 +13,10 @@ Three variables are read elsewhere, where this Dagster module cannot or should n
   by ``idem_assets.notify.__main__``: the reference notification server is a standalone,
   Dagster-free process with its own command line.
 - ``IDEM_CRASH_AT`` and ``IDEM_CRASH_ONCE`` (``idem_assets.faults.CRASH_ENV`` /
-  ``CRASH_ONCE_ENV``) by ``idem_assets.faults``: test-only crash injection, called inside
-  the Dagster-free lake and notify layers and read at each call so a parent arms each child.
+  ``CRASH_ONCE_ENV``), with ``IDEM_FAIL_AT`` / ``IDEM_FAIL_ONCE`` and ``IDEM_DELAY_AT``, by
+  ``idem_assets.faults``: test-only fault injection, called inside the Dagster-free lake,
+  notify and Spark layers (on executors too) and read at each call so a parent arms each
+  child.
 - ``DAGSTER_HOME`` (``idem_assets.check_command.DAGSTER_HOME_ENV``) by
   ``idem_assets.check_command``: Dagster's own convention for where its instance lives; the
   command only asks whether it is set, to record results there instead of in a temporary

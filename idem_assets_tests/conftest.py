@@ -8,6 +8,7 @@ pytest_plugins = [
     "idem_assets_tests.fixtures.postgres",
     "idem_assets_tests.fixtures.s3",
     "idem_assets_tests.fixtures.spark",
+    "idem_assets_tests.fixtures.spark_cluster",
 ]
 
 

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from idem_assets.faults import crash_point
 from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.files import Discovery, Landing, LandingFile, discover_days
@@ -129,6 +130,7 @@ class ReadFiles:
         records = Records(self.contract)
         for batch in entries:
             for entry in batch.to_pylist():
+                crash_point("spark.read_file")  # fault injection for the cluster tests
                 item = LandingObject(
                     entry["relpath"],
                     entry["size"],

@@ -105,8 +105,12 @@ def prepared(spark: SparkSession) -> SparkSession:
     require_settings(spark)
     context = spark.sparkContext
     context.setLogLevel("WARN")
-    if context.master.startswith("local") and context.pythonExec == "python3":
-        # Local Python workers must import this project and its pinned libraries: run them
-        # with the driver's interpreter unless PYSPARK_PYTHON chose another one.
+    configured = context.getConf().get("spark.pyspark.python")
+    if configured:
+        # Executors' Python workers must import this project and its pinned libraries: the
+        # interpreter the setting names (spark-submit's spark.pyspark.python) runs them.
+        context.pythonExec = configured
+    elif context.master.startswith("local") and context.pythonExec == "python3":
+        # Local Python workers: the driver's interpreter unless PYSPARK_PYTHON chose another.
         context.pythonExec = sys.executable
     return spark

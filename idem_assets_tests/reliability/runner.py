@@ -9,7 +9,10 @@ from ``IDEM_NOTIFY_TOKEN``, never from the command line. With ``go_file`` the pr
 imports everything, touches ``ready_file`` and waits for ``go_file`` before its first
 run, so that several processes start their runs together. The outcome of every run is
 written as JSON to ``result``. With ``"instance": "home"`` the runs use the instance of
-``$DAGSTER_HOME`` (e.g. the PostgreSQL profile) instead of an ephemeral one.
+``$DAGSTER_HOME`` (e.g. the PostgreSQL profile) instead of an ephemeral one. ``spark``
+(``master``, ``conf``) configures the Spark engine's session; ``storage_options`` and
+``s3_from_env`` the lake resource's object-store settings (for a landing zone or lake in a
+bucket); no ``job``: the implicit job of ``assets``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster_deltalake import S3Config
 
 from idem_assets.definitions import build_definitions
 from idem_assets.io_manager import IdempotentDeltaIOManager
@@ -41,7 +45,24 @@ RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 def definitions(spec: dict[str, Any]) -> dg.Definitions:
     """The code location wired to the spec's directories and store."""
-    lake = LakeResource(landing_dir=spec["landing"], lake_dir=spec["lake"])
+    # "s3_from_env": the object-store settings as dg.EnvVar of the standard AWS_* names, so
+    # that they reach Spark executors with the landing root (their own environment has none).
+    s3 = (
+        S3Config(
+            access_key_id=dg.EnvVar("AWS_ACCESS_KEY_ID"),
+            secret_access_key=dg.EnvVar("AWS_SECRET_ACCESS_KEY"),
+            endpoint=dg.EnvVar("AWS_ENDPOINT_URL"),
+            region=dg.EnvVar("AWS_REGION"),
+        )
+        if spec.get("s3_from_env")
+        else None
+    )
+    lake = LakeResource(
+        landing_dir=spec["landing"],
+        lake_dir=spec["lake"],
+        s3=s3,
+        storage_options=spec.get("storage_options", {}),
+    )
     checkpoint = CheckpointResource(url=spec["state_url"])
     notifier = NotificationResource(
         base_url=spec.get("notify_url", "http://127.0.0.1:9"),
@@ -59,7 +80,7 @@ def definitions(spec: dict[str, Any]) -> dg.Definitions:
             "lake": lake,
             "checkpoint": checkpoint,
             "notifier": notifier,
-            "spark": SparkResource(),
+            "spark": SparkResource(**spec.get("spark", {})),
             LAKE_IO_MANAGER_KEY: io_manager,
         }
     )
@@ -83,8 +104,13 @@ def execute(
     defs: dg.Definitions, spec: dict[str, Any], run: str | list[str], run_id: str | None
 ) -> dict[str, Any]:
     """Execute the spec's job for one partition or one range; summarise the outcome."""
-    job = defs.resolve_job_def(spec["job"])
     selection = [dg.AssetKey(a) for a in spec["assets"]] if spec.get("assets") else None
+    # No job named: the implicit job of the selected assets (e.g. another partitioning).
+    job = (
+        defs.resolve_job_def(spec["job"])
+        if spec.get("job")
+        else defs.resolve_implicit_job_def_def_for_assets(selection or [])
+    )
     kwargs: dict[str, Any] = (
         {"partition_key": run}
         if isinstance(run, str)

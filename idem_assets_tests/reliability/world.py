@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,14 +109,16 @@ def spawn_runs(
     *,
     crash_at: str | None = None,
     token: str = "unused-token",
+    env: Mapping[str, str] | None = None,
     **spec: Any,
 ) -> Child:
-    """Start a child process that runs ``job`` for each entry of ``runs`` on ``project``."""
+    """Start a child process that runs ``job`` for each entry of ``runs`` on ``project``
+    (``env``: more environment variables, e.g. fault injection for its Spark executors)."""
     work.mkdir(parents=True, exist_ok=True)
     name = uuid.uuid4().hex[:8]
     run_ids = [str(uuid.uuid4()) for _ in runs]
     full = {
-        "landing": str(project.landing),
+        "landing": project.lake.landing_uri,
         "lake": project.lake.lake_root,
         "state_url": project.checkpoint.resolved_url,
         "job": job,
@@ -125,16 +127,17 @@ def spawn_runs(
         "result": str(work / f"{name}.json"),
         **spec,
     }
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), NOTIFY_TOKEN_ENV: token}
-    env.pop(CRASH_ENV, None)
+    child_env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), NOTIFY_TOKEN_ENV: token}
+    child_env.pop(CRASH_ENV, None)
     if crash_at is not None:
-        env[CRASH_ENV] = crash_at
+        child_env[CRASH_ENV] = crash_at
+    child_env.update(env or {})
     stderr = work / f"{name}.stderr"
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "idem_assets_tests.reliability.runner", json.dumps(full)],
             cwd=PROJECT_ROOT,
-            env=env,
+            env=child_env,
             stdout=subprocess.DEVNULL,
             stderr=sink,
         )
