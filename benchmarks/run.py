@@ -4,8 +4,10 @@
 overwrite and no-op rerun (TPC-H orders as one day), the drop-in for dagster-deltalake (the
 same assets through its IO manager and ours), MERGE (synthetic customers, 1M and 10M rows),
 fingerprint (TPC-H lineitem), backfill through Dagster, fast runs (the code location's import
-and ``dg launch`` runs, in-process and multiprocess), and the checkpoint and Spark benchmarks
-(their own modules, collected here).
+and ``dg launch`` runs, in-process and multiprocess), the landing zone in object storage
+(sensor ticks over a bucket of 10,000 objects, a 1M-row day read from a bucket and from a
+folder, on a local moto server), and the checkpoint and Spark benchmarks (their own modules,
+collected here).
 
 ``--only`` runs some families and merges them into the existing RESULTS.md: their sections
 and Targets rows are replaced, every other family's are kept as they were.
@@ -33,6 +35,7 @@ HEADINGS = {
     "fingerprint": "## Fingerprint",
     "backfill": "## Backfill through Dagster",
     "fast_runs": "## Fast runs: importing the code location, runs from the CLI",
+    "landing": "## Landing zone in object storage",
     "checkpoint": "## Checkpoint (from `benchmarks.checkpoint_bench`)",
     "spark": "## Spark (from `benchmarks.spark_bench`)",
 }
@@ -241,6 +244,30 @@ def main(argv: list[str] | None = None) -> int:
             fast_runs.plot_groups(numbers["fast_runs"]),
         )
         blocks["fast_runs"].append("![fast_runs](results/fast_runs.png)\n")
+    if "landing" in wanted:
+        from benchmarks.cases import landing_store
+
+        md, numbers["landing"] = landing_store.run_family(
+            20 if args.quick else 100,
+            100_000 if args.quick else 1_000_000,
+            reps,
+            1 if args.quick else 2,
+        )
+        blocks["landing"] += [md]
+        bars(
+            PLOTS / "landing.png",
+            "Landing-sensor ticks over a bucket, and the naive hashing tick",
+            landing_store.plot_groups(numbers["landing"]),
+        )
+        bars(
+            PLOTS / "landing_read.png",
+            "One orders day read from a folder and from a bucket",
+            landing_store.read_groups(numbers["landing"]),
+        )
+        blocks["landing"] += [
+            "![landing](results/landing.png)\n",
+            "![landing_read](results/landing_read.png)\n",
+        ]
     for family, module, result in (
         ("checkpoint", "benchmarks.checkpoint_bench", "checkpoint"),
         ("spark", "benchmarks.spark_bench", "spark"),

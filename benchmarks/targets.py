@@ -7,6 +7,7 @@ the same report). Families that were not run are left out.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,17 @@ CAUSES = {
     "the code location adds {above} (garbage collection during the import: "
     "{gc:.2f} s wall; the largest self import times besides dagster's own, by "
     "importtime: {largest}; see F1)",
+    "landing_gets": "the sensor downloaded objects on a quiet tick: its listing hints did not "
+    "name the content (hints_name_content)",
+    "landing_quiet": "the tick waits for moto: it uses {cpu:.2f} s of CPU itself (Dagster's "
+    "context, the {objects:,} listed keys parsed into day folders, the cursor) while moto "
+    "spends {server:.2f} s of CPU on its {pages} LISTs; the listing alone, with no project "
+    "code, takes {listing:.2f} s wall (for every page of 1,000 moto scans all the bucket's "
+    "keys and sorts the prefix's), on {cores} cores shared with other work (load average {load})",
+    "landing_read": "the read is parsing-bound: its CPU is {cpu:.2f}× the local read's and "
+    "downloading the {mib:.0f} MiB alone takes {download:.2f} s; the rest is moto and the "
+    "reader sharing {cores} cores (moto {server:.2f} s of CPU during the read)",
+    "landing_equal": "the bucket's read differs from the folder's: see L2",
     "cli": "every `dg launch` is a fresh process: importing the code location alone is "
     "{imported:.2f} s of it (F1){split}. A profile of one launch (cProfile, which "
     "stretches times ~1.5×): dg's own command tree 0.7 s, the code location's import "
@@ -350,6 +362,65 @@ def _fast_runs(numbers: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _size(rows: int) -> str:
+    return f"{rows / 1e6:.0f}M" if rows >= 1_000_000 else f"{rows / 1e3:.0f}k"
+
+
+def _landing(numbers: dict[str, Any]) -> list[list[str]]:
+    from benchmarks.cases.landing_store import BUCKET_READ, DOWNLOAD, LOCAL, QUIET
+
+    ticks, read = numbers["ticks"], numbers["read"]
+    seconds, gets = ticks["seconds"], ticks["gets"]
+    quiet, listing = seconds[QUIET], seconds["listing"]
+    others = ", ".join(f"{k} {v}" for k, v in gets.items() if k not in (QUIET, "naive"))
+    local, remote = read["seconds"][LOCAL], read["seconds"][BUCKET_READ]
+    download = read["seconds"][DOWNLOAD]
+    mib = read["bytes"] / 2**20
+    ratio = remote / local
+    return [
+        _row(
+            f"L1. a quiet sensor tick over {ticks['objects']:,} objects downloads nothing (0 GETs)",
+            f"{gets[QUIET]} GETs, {ticks['lists']} LISTs ({others} GETs; the naive tick "
+            f"{gets['naive']:,} GETs, {ticks['naive_mib']:.1f} MiB)",
+            gets[QUIET] == 0,
+            CAUSES["landing_gets"],
+        ),
+        _row(
+            "L1. quiet tick ≤ 2 s",
+            f"{quiet:.2f} s (the listing alone {listing:.2f} s; the naive tick "
+            f"{seconds['naive']:.2f} s)",
+            quiet <= 2.0,
+            CAUSES["landing_quiet"].format(
+                cpu=ticks["cpu"][QUIET],
+                objects=ticks["objects"],
+                server=ticks["server_cpu"][QUIET],
+                pages=ticks["lists"],
+                listing=listing,
+                load=numbers["load"],
+                cores=os.cpu_count(),
+            ),
+        ),
+        _row(
+            f"L2. S3 read of a {_size(read['rows'])}-row day within 2× the local read",
+            f"{ratio:.2f}× ({remote:.2f} s vs {local:.2f} s)",
+            ratio <= 2.0,
+            CAUSES["landing_read"].format(
+                cpu=read["cpu"][BUCKET_READ] / read["cpu"][LOCAL],
+                mib=mib,
+                download=download,
+                server=read["server_cpu"],
+                cores=os.cpu_count(),
+            ),
+        ),
+        _row(
+            "L2. the bucket read gives the local read's batch.signature and row fingerprint",
+            "equal" if read["equal"] else "different",
+            read["equal"],
+            CAUSES["landing_equal"],
+        ),
+    ]
+
+
 _FAMILIES: list[tuple[str, Callable[[dict[str, Any]], list[list[str]]]]] = [
     ("overwrite", _overwrite),
     ("asset_rerun", _asset),
@@ -358,6 +429,7 @@ _FAMILIES: list[tuple[str, Callable[[dict[str, Any]], list[list[str]]]]] = [
     ("merge", _merge),
     ("fingerprint", _fingerprint),
     ("fast_runs", _fast_runs),
+    ("landing", _landing),
 ]
 
 # The run family (``python -m benchmarks.run --only NAME``) that owns a Targets row, told by
@@ -370,6 +442,8 @@ ROW_LABELS: list[tuple[str, str]] = [
     ("3.", "merge"),
     ("4.", "fingerprint"),
     ("F", "fast_runs"),
+    ("L1.", "landing"),
+    ("L2.", "landing"),
 ]
 ORDER = [family for _, family in ROW_LABELS]
 HEADERS = ["target", "this run", "met", "cause when not met"]

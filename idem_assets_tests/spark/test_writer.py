@@ -21,7 +21,7 @@ from idem_assets.lake.stored import table_fingerprint
 from idem_assets.landing import read_days
 from idem_assets.sample import ORDERS, generate
 from idem_assets.spark.writer import append_spark, overwrite_partitions_spark
-from idem_assets_tests.spark.conftest import DRIVER_RESULT_LIMIT
+from idem_assets_tests.fixtures.spark import DRIVER_RESULT_LIMIT
 from idem_assets_tests.spark.rows import to_spark
 
 pytestmark = pytest.mark.spark
