@@ -101,9 +101,19 @@ def failures(result: dg.ExecuteInProcessResult) -> list[str]:
 
 
 def execute(
-    defs: dg.Definitions, spec: dict[str, Any], run: str | list[str], run_id: str | None
+    defs: dg.Definitions,
+    spec: dict[str, Any],
+    run: str | list[str] | dict[str, Any],
+    run_id: str | None,
 ) -> dict[str, Any]:
-    """Execute the spec's job for one partition or one range; summarise the outcome."""
+    """Execute the spec's job for one partition or one range; summarise the outcome.
+
+    A run given as a mapping (``{"run": ..., "job": ..., "assets": [...], "run_config":
+    ...}``) overrides the spec's job, assets and run config for itself.
+    """
+    if isinstance(run, dict):
+        spec = {**spec, **{k: v for k, v in run.items() if k != "run"}}
+        run = run["run"]
     selection = [dg.AssetKey(a) for a in spec["assets"]] if spec.get("assets") else None
     # No job named: the implicit job of the selected assets (e.g. another partitioning).
     job = (

@@ -10,7 +10,9 @@ once changes a row or commits twice.
 
 from __future__ import annotations
 
+import secrets
 import time
+import uuid
 from pathlib import Path
 
 import dagster as dg
@@ -20,7 +22,7 @@ from idem_assets.faults import CRASH_ENV, CRASH_ONCE_ENV, DELAY_ENV, FAIL_ENV, F
 from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets.sample.generator import generate
 from idem_assets.sample.tpch import lay_out_tpch
-from idem_assets_tests.fixtures.s3 import S3Bucket
+from idem_assets_tests.fixtures.s3 import REGION, S3Bucket
 from idem_assets_tests.fixtures.spark_cluster import SparkCluster
 from idem_assets_tests.harness import START, Project, day_keys
 from idem_assets_tests.reliability.world import ChildOutcome, spawn_runs
@@ -32,6 +34,15 @@ TPCH = ("tpch_orders", "tpch_lineitem")
 DAYS = day_keys(3)
 TPCH_RANGE = ["1992-01-01", "1992-01-06"]
 PREFIX = "landing"
+
+
+def credentials() -> dict[str, str]:
+    """Generated credentials for the module's bucket (the local server accepts any)."""
+    return {
+        "AWS_ACCESS_KEY_ID": f"AKIA{secrets.token_hex(8).upper()}",
+        "AWS_SECRET_ACCESS_KEY": secrets.token_urlsafe(30),
+        "AWS_REGION": REGION,
+    }
 
 
 def _spark_config(assets) -> dict:
@@ -54,12 +65,15 @@ def _project(root: Path, landing: str, **lake: object) -> Project:
     )
 
 
-@pytest.fixture
-def world(tmp_path: Path, s3_bucket: S3Bucket):
-    """The landing files in a bucket, a clean local-engine load of them, a cluster project."""
-    landing = _landing(tmp_path / "files")
-    s3_bucket.upload_tree(landing, PREFIX)
-    clean = _project(tmp_path / "clean", str(landing))
+@pytest.fixture(scope="module")
+def landing_and_clean_load(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str):
+    """The landing files in a bucket, and a clean local-engine load of them (once)."""
+    root = tmp_path_factory.mktemp("cluster-world")
+    landing = _landing(root / "files")
+    bucket = S3Bucket(s3_endpoint, f"cluster-{uuid.uuid4().hex[:12]}", credentials())
+    bucket.client().create_bucket(Bucket=bucket.name)
+    bucket.upload_tree(landing, PREFIX)
+    clean = _project(root / "clean", str(landing))
     assert clean.run_days(DAYS[0], DAYS[-1], assets=SHOP).success
     job = clean.definitions().resolve_implicit_job_def_def_for_assets(
         [dg.AssetKey(a) for a in TPCH]
@@ -72,9 +86,16 @@ def world(tmp_path: Path, s3_bucket: S3Bucket):
         },
         asset_selection=[dg.AssetKey(a) for a in TPCH],
     ).success
-    cluster = _project(
-        tmp_path / "cluster", s3_bucket.uri(PREFIX), storage_options={"allow_http": "true"}
-    )
+    return bucket, clean
+
+
+@pytest.fixture
+def world(landing_and_clean_load, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The clean load, and a fresh project whose runs go to the cluster."""
+    bucket, clean = landing_and_clean_load
+    for name, value in {**bucket.credentials, "AWS_ENDPOINT_URL": bucket.endpoint}.items():
+        monkeypatch.setenv(name, value)  # read by the child's dg.EnvVar settings
+    cluster = _project(tmp_path / "cluster", bucket.uri(PREFIX))
     return clean, cluster
 
 
@@ -82,19 +103,18 @@ def _run(
     project: Project,
     cluster: SparkCluster,
     work: Path,
-    assets,
-    runs,
+    runs: list,
     env: dict[str, str] | None = None,
-    job: str | None = "daily_lake_job",
     on_start=None,
 ) -> ChildOutcome:
+    """Runs of the shop's daily job (or of the run's own job and assets) on the cluster."""
     child = spawn_runs(
         project,
         work,
-        job,
+        "daily_lake_job",
         runs,
-        assets=list(assets),
-        run_config=_spark_config(assets),
+        assets=list(SHOP),
+        run_config=_spark_config(SHOP),
         spark={"master": cluster.master_url, "conf": cluster.spark_conf(**(env or {}))},
         storage_options={"allow_http": "true"},
         s3_from_env=True,
@@ -102,7 +122,9 @@ def _run(
     )
     if on_start is not None:
         on_start(child)
-    return child.wait(timeout=600)
+    outcome = child.wait(timeout=600)
+    assert outcome.returncode == 0, outcome.tail()
+    return outcome
 
 
 def _commits(project: Project, table: str) -> int:
@@ -114,24 +136,27 @@ def _same(project: Project, clean: Project, tables) -> None:
         assert project.table_fingerprint(table) == clean.table_fingerprint(table), table
 
 
+SHOP_RANGE = [DAYS[0], DAYS[-1]]
+TPCH_RUN = {"run": TPCH_RANGE, "job": None, "assets": list(TPCH), "run_config": _spark_config(TPCH)}
+
+
 def test_the_cluster_writes_what_the_local_engine_writes_and_a_rerun_commits_nothing(
     world, two_workers: SparkCluster, tmp_path: Path
 ):
     clean, project = world
-    first = _run(project, two_workers, tmp_path / "w", SHOP, [[DAYS[0], DAYS[-1]]])
-    assert first.returncode == 0 and first.runs[0]["success"], first.tail()
-    written = first.runs[0]["assets"]
-    assert {written[a]["engine"] for a in SHOP} == {"spark"}
-    assert all(first.runs[0]["checks"].values()), first.runs[0]["checks"]
-    tpch = _run(project, two_workers, tmp_path / "w", TPCH, [TPCH_RANGE], job=None)
-    assert tpch.returncode == 0 and tpch.runs[0]["success"], tpch.tail()
+    # One driver process, one application on the cluster: the shop's range, TPC-H's range,
+    # then the shop's range again.
+    first, tpch, again = _run(
+        project, two_workers, tmp_path / "w", [SHOP_RANGE, TPCH_RUN, SHOP_RANGE]
+    ).runs
+    assert first["success"] and tpch["success"], (first["errors"], tpch["errors"])
+    assert {first["assets"][a]["engine"] for a in SHOP} == {"spark"}
+    assert {tpch["assets"][a]["engine"] for a in TPCH} == {"spark"}
+    assert all(first["checks"].values()) and all(tpch["checks"].values())
     _same(project, clean, (*SHOP, *TPCH))
-    versions = {t: project.version(t) for t in (*SHOP, *TPCH)}
-
-    again = _run(project, two_workers, tmp_path / "w", SHOP, [[DAYS[0], DAYS[-1]]])
-    assert again.runs[0]["success"], again.tail()
-    assert {again.runs[0]["assets"][a]["committed"] for a in SHOP} == {False}
-    assert {t: project.version(t) for t in (*SHOP, *TPCH)} == versions
+    assert again["success"], again["errors"]
+    assert {again["assets"][a]["committed"] for a in SHOP} == {False}
+    assert {t: _commits(project, t) for t in (*SHOP, *TPCH)} == {t: 1 for t in (*SHOP, *TPCH)}
 
 
 def test_a_worker_killed_mid_job_is_rescheduled_and_nothing_commits_twice(
@@ -154,35 +179,35 @@ def test_a_worker_killed_mid_job_is_rescheduled_and_nothing_commits_twice(
                 return
             time.sleep(0.2)
 
-    outcome = _run(
+    [outcome] = _run(
         project,
         two_workers,
         tmp_path / "w",
-        SHOP,
-        [[DAYS[0], DAYS[-1]]],
+        [SHOP_RANGE],
         env=env,
         on_start=kill_one_worker_once_the_job_runs,
-    )
+    ).runs
     assert killed, "the job ended before a worker could be killed"
     assert two_workers.alive_workers() == 1
-    assert outcome.returncode == 0 and outcome.runs[0]["success"], outcome.tail()
+    assert outcome["success"], outcome["errors"]
     _same(project, clean, SHOP)
     assert {t: _commits(project, t) for t in SHOP} == {t: 1 for t in SHOP}
 
 
-@pytest.mark.parametrize("fault", ["python worker dies", "task fails once"])
-def test_a_failed_task_attempt_is_retried_into_a_clean_load(
-    fault: str, world, two_workers: SparkCluster, tmp_path: Path
+def test_a_dead_python_worker_and_a_task_failing_once_are_retried_into_a_clean_load(
+    world, two_workers: SparkCluster, tmp_path: Path
 ):
     clean, project = world
-    marker = str(tmp_path / "fired")
-    env = (
-        {CRASH_ENV: "spark.read_file:2", CRASH_ONCE_ENV: marker}
-        if fault == "python worker dies"
-        else {FAIL_ENV: "spark.read_file:1", FAIL_ONCE_ENV: marker}
-    )
-    outcome = _run(project, two_workers, tmp_path / "w", SHOP, [[DAYS[0], DAYS[-1]]], env=env)
-    assert Path(marker).exists(), "the fault never fired"
-    assert outcome.returncode == 0 and outcome.runs[0]["success"], outcome.tail()
+    crashed, failed = tmp_path / "crashed", tmp_path / "failed"
+    env = {
+        # A Python worker SIGKILLs itself at its second file; a task fails at its first.
+        CRASH_ENV: "spark.read_file:2",
+        CRASH_ONCE_ENV: str(crashed),
+        FAIL_ENV: "spark.read_file:1",
+        FAIL_ONCE_ENV: str(failed),
+    }
+    [outcome] = _run(project, two_workers, tmp_path / "w", [SHOP_RANGE], env=env).runs
+    assert crashed.exists() and failed.exists(), "a fault never fired"
+    assert outcome["success"], outcome["errors"]
     _same(project, clean, SHOP)
     assert {t: _commits(project, t) for t in SHOP} == {t: 1 for t in SHOP}
