@@ -138,8 +138,8 @@ class LandingRoot(ABC):
     def _tree(self, relpath: str, depth: int) -> dict[str, Folder]: ...
 
     @abstractmethod
-    def chunks(self, item: LandingObject, length: int | None = None) -> Iterator[bytes]:
-        """The listed object's bytes (the first ``length`` of them), in chunks.
+    def chunks(self, item: LandingObject) -> Iterator[bytes]:
+        """The listed object's bytes, in chunks.
 
         Raises ``LandingFileError`` naming the file when it was deleted or replaced after
         it was listed, or changed while it was read: the bytes yielded are always the
@@ -149,21 +149,6 @@ class LandingRoot(ABC):
     @abstractmethod
     def fetch(self, relpath: str) -> bytes | None:
         """The bytes at ``relpath`` now, without a listing; None when nothing is there."""
-
-    def read(self, item: LandingObject) -> bytes:
-        """All of the listed object's bytes (see ``chunks``)."""
-        data = b"".join(self.chunks(item))
-        if len(data) != item.size:
-            raise LandingFileError(
-                item.relpath,
-                f"{len(data)} bytes read but {item.size} listed: it changed while it was "
-                "read; rerun once the producer has finished writing it",
-            )
-        return data
-
-    def head(self, item: LandingObject, length: int) -> bytes:
-        """The first ``length`` bytes of the listed object."""
-        return b"".join(self.chunks(item, length))
 
     def sha256(self, item: LandingObject) -> str:
         """The hex sha256 of the listed object's bytes, streamed."""
@@ -179,10 +164,6 @@ class LandingRoot(ABC):
     def settled(self, item: LandingObject, seconds: float = SETTLE_SECONDS) -> bool:
         """Whether the object's stamp can vouch for a hash taken now."""
         return True
-
-    def local_path(self, relpath: str) -> Path | None:
-        """The file's path on this machine, for readers that need one; None in a bucket."""
-        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
@@ -269,10 +250,10 @@ class LocalRoot(LandingRoot):
                 "has finished writing it",
             )
 
-    def chunks(self, item: LandingObject, length: int | None = None) -> Iterator[bytes]:
+    def chunks(self, item: LandingObject) -> Iterator[bytes]:
         """The listed file's bytes in chunks, refused if it changed since it was listed."""
         self._same(item, "after it was listed")
-        left = item.size if length is None else min(length, item.size)
+        left = item.size
         try:
             with (self.path / item.relpath).open("rb") as handle:
                 while left > 0 and (chunk := handle.read(min(_HASH_CHUNK, left))):
@@ -296,10 +277,6 @@ class LocalRoot(LandingRoot):
     def settled(self, item: LandingObject, seconds: float = SETTLE_SECONDS) -> bool:
         """Whether the file has been still for ``seconds``, so its stamp can be trusted."""
         return time.time_ns() - item.modified_ns > seconds * 1e9
-
-    def local_path(self, relpath: str) -> Path:
-        """The file's path on this machine."""
-        return self.path / relpath
 
 
 class ObjectRoot(LandingRoot):
@@ -411,7 +388,7 @@ class ObjectRoot(LandingRoot):
             for leaf in sorted(set(files) | set(folders))
         }
 
-    def chunks(self, item: LandingObject, length: int | None = None) -> Iterator[bytes]:
+    def chunks(self, item: LandingObject) -> Iterator[bytes]:
         """The listed object's bytes, fetched only if its ETag is still the one listed."""
         import obstore
         from obstore.exceptions import NotFoundError, PreconditionError
@@ -424,10 +401,6 @@ class ObjectRoot(LandingRoot):
             options["if_unmodified_since"] = dt.datetime.fromtimestamp(
                 item.modified_ns / 1e9, dt.UTC
             )
-        if length is not None:
-            if length <= 0 or item.size == 0:
-                return
-            options["range"] = (0, min(length, item.size))
         try:
             result = obstore.get(self.store, item.relpath, options=options)
             for chunk in result.stream(min_chunk_size=_HASH_CHUNK):
