@@ -39,12 +39,30 @@ def _string_table(names: list[str], columns: list[list[str | None]]) -> pa.Table
     return pa.Table.from_arrays(arrays, names=names)
 
 
+def not_encoded(encoding: str, subject: str, line: int) -> str:
+    """The reason for text that the declared encoding does not define."""
+    if encoding in ("utf-8", "utf-8-sig"):
+        return f"{subject} is not valid UTF-8 (line {line}), re-export the file as UTF-8"
+    return (
+        f"{subject} holds bytes that are not valid {encoding} (line {line}): check the "
+        "source's declared encoding"
+    )
+
+
 def parse_csv_rows(
-    data: bytes, relpath: str, delimiter: str = ",", line_offset: int = 0
+    data: bytes,
+    relpath: str,
+    delimiter: str = ",",
+    line_offset: int = 0,
+    trailing_delimiter: bool = False,
+    encoding: str = "utf-8",
 ) -> RawRows:
     """Parse CSV record by record; bad rows become rejects, an open quote at EOF an error.
 
     ``line_offset`` is added to the line numbers reasons give (for a piece of a file).
+    ``trailing_delimiter``: every line ends with the delimiter, whose empty last field is
+    not a column; a line without it is a ragged row. ``encoding`` names the file's declared
+    encoding in reasons (its text arrives as UTF-8).
     """
     text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
     reader = csv.reader(
@@ -70,19 +88,28 @@ def parse_csv_rows(
         start_line, last_line = last_line + 1 + line_offset, reader.line_num
         if not record:
             continue  # blank line: not a data row
+        ends_with_delimiter = len(record) > 1 and record[-1] == ""
+        if trailing_delimiter and ends_with_delimiter:
+            record = record[:-1]
         if header is None:
             header = [_readable(name) for name in record]
             columns = [[] for _ in header]
             continue
         data_row += 1
-        if len(record) != len(header):
+        if trailing_delimiter and not ends_with_delimiter:
+            reason = (
+                f"row does not end with the delimiter {delimiter!r} that ends every line of "
+                f"this source (line {start_line}): a ragged or cut-off row"
+            )
+            rejected.append(RejectedRow(data_row, reason, raw_fields_json(record)))
+        elif len(record) != len(header):
             reason = (
                 f"row has {len(record)} fields but the header has {len(header)} "
                 f"(line {start_line}): check delimiters and quoting"
             )
             rejected.append(RejectedRow(data_row, reason, raw_fields_json(record)))
         elif not _is_utf8(record):
-            reason = f"row is not valid UTF-8 (line {start_line}), re-export the file as UTF-8"
+            reason = not_encoded(encoding, "row", start_line)
             rejected.append(RejectedRow(data_row, reason, raw_fields_json(record)))
         else:
             for column, value in zip(columns, record, strict=True):
@@ -111,10 +138,13 @@ def _kind(value: Any) -> str:
     return _JSON_KINDS.get(type(value), "null")
 
 
-def parse_jsonl_rows(data: bytes, relpath: str, line_offset: int = 0) -> RawRows:
+def parse_jsonl_rows(
+    data: bytes, relpath: str, line_offset: int = 0, encoding: str = "utf-8"
+) -> RawRows:
     """Parse JSON Lines line by line; lines that are not JSON objects become rejects.
 
-    ``line_offset`` is added to the line numbers reasons give (for a piece of a file).
+    ``line_offset`` is added to the line numbers reasons give (for a piece of a file);
+    ``encoding`` names the file's declared encoding in reasons.
     """
     del relpath  # every JSON Lines problem is confined to its own line
     records: list[dict[str, Any]] = []
@@ -131,6 +161,8 @@ def parse_jsonl_rows(data: bytes, relpath: str, line_offset: int = 0) -> RawRows
         except UnicodeDecodeError as exc:
             reason = (
                 f"line {line_no} is not valid UTF-8 (byte offset {exc.start}), re-export as UTF-8"
+                if encoding in ("utf-8", "utf-8-sig")
+                else not_encoded(encoding, "line", line_no)
             )
             rejected.append(RejectedRow(data_row, reason, raw))
             continue

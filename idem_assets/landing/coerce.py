@@ -69,6 +69,7 @@ class ReadAs:
     decimal: str = "."
     thousands: str | None = None
     max_bytes: int = MAX_FIELD_BYTES
+    format: str | None = None  # strftime format of date and timestamp text
 
     @classmethod
     def of(cls, contract: SourceContract, column: str) -> ReadAs:
@@ -79,6 +80,7 @@ class ReadAs:
             contract.decimal_separator,
             contract.thousands_separator,
             contract.max_field_bytes,
+            contract.time_formats.get(column),
         )
 
     @property
@@ -281,13 +283,19 @@ def to_bool(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
     return Coerced(value, error)
 
 
-def to_date(name: str, raw: pl.Expr, dtype: pl.DataType) -> Coerced:
-    """date32 from dates and YYYY-MM-DD text."""
+def to_date(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -> Coerced:
+    """date32 from dates and YYYY-MM-DD text (or text in the column's declared format)."""
     if dtype == pl.Date:
         return Coerced(raw, pl.lit(None, pl.String))
     if dtype != pl.String:
         return _type_error(name, raw, dtype, "a date (YYYY-MM-DD)")
     text = _text(raw)
+    if read_as.format is not None:
+        value = text.str.to_date(read_as.format, strict=False)
+        error = pl.when(text.is_not_null() & value.is_null()).then(
+            _value_reason(name, f"is not a date in the form {read_as.format}", text)
+        )
+        return Coerced(value, error)
     shaped = text.str.contains(DATE_PATTERN)
     value = pl.when(shaped).then(text.str.to_date(_DATE_FORMAT, strict=False))
     error = (
@@ -380,6 +388,8 @@ def to_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -
     if dtype != pl.String:
         return _type_error(name, raw, dtype, f"an ISO-8601 timestamp {TIMESTAMP_FORMS}")
     text = _text(raw)
+    if read_as.format is not None:
+        return _formatted_timestamp(name, text, read_as)
     parts = text.str.extract_groups(TIMESTAMP_PATTERN)
     day, clock, fraction, offset = (parts.struct.field(str(i)) for i in range(1, 5))
     sub_micro = fraction.str.slice(6).str.contains(numbers.NONZERO_DIGIT)
@@ -418,6 +428,28 @@ def to_timestamp(name: str, raw: pl.Expr, dtype: pl.DataType, read_as: ReadAs) -
         _value_reason(name, "is not a valid date and time", text)
     )
     return Coerced(value.cast(target), error)
+
+
+def _formatted_timestamp(name: str, text: pl.Expr, read_as: ReadAs) -> Coerced:
+    """timestamp[us, UTC] from text in the column's strftime format; without an offset
+    (``%z``) it is a wall-clock time in the source's zone."""
+    fmt = read_as.format
+    assert fmt is not None
+    target = pl.Datetime("us", "UTC")
+    form = _value_reason(name, f"is not a date and time in the form {fmt}", text)
+    if "%z" in fmt or "%:z" in fmt:
+        value = text.str.to_datetime(fmt, time_unit="us", time_zone="UTC", strict=False)
+        return Coerced(value.cast(target), pl.when(text.is_not_null() & value.is_null()).then(form))
+    naive = text.str.to_datetime(fmt, time_unit="us", strict=False)
+    local = _local_to_utc(naive, read_as.timezone)
+    gap = _value_reason(name, f"does not exist in {read_as.timezone} (a daylight-saving gap)", text)
+    error = (
+        pl.when(text.is_not_null() & naive.is_null())
+        .then(form)
+        .when(naive.is_not_null() & local.is_null())
+        .then(gap)
+    )
+    return Coerced(local.cast(target), error)
 
 
 def _decode_utf8(values: pl.Series) -> pl.Series:
@@ -464,7 +496,7 @@ def _typed(
     if pa.types.is_boolean(target):
         return to_bool(name, raw, dtype)
     if pa.types.is_date32(target):
-        return to_date(name, raw, dtype)
+        return to_date(name, raw, dtype, read_as)
     if pa.types.is_timestamp(target):
         return to_timestamp(name, raw, dtype, read_as)
     if pa.types.is_string(target):
@@ -473,11 +505,19 @@ def _typed(
 
 
 def coerce(
-    name: str, target: pa.DataType, dtype: pl.DataType, read_as: ReadAs | None = None
+    name: str,
+    target: pa.DataType,
+    dtype: pl.DataType,
+    read_as: ReadAs | None = None,
+    raw: pl.Expr | None = None,
 ) -> Coerced:
-    """The contract-typed value of raw column ``name`` (polars type ``dtype``) and its errors."""
+    """The contract-typed value of raw column ``name`` (polars type ``dtype``) and its errors.
+
+    ``raw`` is the column's raw values when they are not ``pl.col(name)`` as it is (null
+    spellings already made null).
+    """
     read_as = read_as or ReadAs()
-    raw = pl.col(name)
+    raw = pl.col(name) if raw is None else raw
     kind = polars_type(target)
     if dtype == pl.Null:
         return Coerced(pl.lit(None, kind), pl.lit(None, pl.String), pl.lit(False))

@@ -23,6 +23,8 @@ UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 MONEY = pa.decimal128(18, 2)
 FORMATS = ("parquet", "csv", "jsonl")
 EpochUnit = Literal["seconds", "milliseconds"]
+# Text encodings a source may declare (CSV and JSON Lines); Parquet carries its own.
+ENCODINGS = ("utf-8", "utf-8-sig", "utf-16", "cp1252", "latin-1")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,20 @@ class SourceContract:
     decimal_separator: str = "."
     thousands_separator: str | None = None
     csv_delimiter: str = ","
+    # False: CSV files have no header line; their fields are the columns in schema order.
+    csv_header: bool = True
+    # True: every CSV line (the header too) ends with the delimiter; that empty last field
+    # is not a column.
+    csv_trailing_delimiter: bool = False
+    # More file suffixes read as this source's CSV (".tbl", ".dat"; with ".gz" too).
+    csv_suffixes: tuple[str, ...] = ()
+    encoding: str = "utf-8"  # of CSV and JSON Lines files (one of ENCODINGS)
+    # Lake column -> text spellings that mean null there (CSV and JSON Lines text).
+    null_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Date columns whose value is the day of the file's folder, not read from the files.
+    folder_day_columns: tuple[str, ...] = ()
+    # Date and timestamp column -> the strftime format its text is written in.
+    time_formats: Mapping[str, str] = field(default_factory=dict)
     rules: tuple[ValueRule, ...] = ()
     first_day: dt.date | None = None
     max_field_bytes: int = MAX_FIELD_BYTES
@@ -55,6 +71,11 @@ class SourceContract:
     def columns(self) -> list[str]:
         """Contract column names, in schema order."""
         return list(self.schema.names)
+
+    @property
+    def file_read_columns(self) -> list[str]:
+        """Contract columns read from the files (not the folder's day), in schema order."""
+        return [c for c in self.schema.names if c not in self.folder_day_columns]
 
     @property
     def layout(self) -> Layout:

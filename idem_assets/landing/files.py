@@ -58,16 +58,18 @@ def _name(path: str | PurePath) -> str:
     return PurePosixPath(str(path)).name
 
 
-def file_format(path: str | PurePath) -> str | None:
+def file_format(path: str | PurePath, csv_suffixes: Iterable[str] = ()) -> str | None:
     """The landing format of a file from its name's suffix (case-insensitive), or None.
 
-    ``.csv.gz`` and ``.jsonl.gz`` are gzip-compressed CSV and JSON Lines.
+    ``.csv.gz`` and ``.jsonl.gz`` are gzip-compressed CSV and JSON Lines; ``csv_suffixes``
+    (a source's ``csv.suffixes``, such as ``.tbl``) are more names for CSV, gzipped too.
     """
+    suffixes = {**_SUFFIXES, **{s.lower(): "csv" for s in csv_suffixes}}
     name = _name(path).lower()
     if name.endswith(GZIP_SUFFIX):
-        inner = _SUFFIXES.get(PurePosixPath(name[: -len(GZIP_SUFFIX)]).suffix)
+        inner = suffixes.get(PurePosixPath(name[: -len(GZIP_SUFFIX)]).suffix)
         return inner if inner in _GZIP_FORMATS else None
-    return _SUFFIXES.get(PurePosixPath(name).suffix)
+    return suffixes.get(PurePosixPath(name).suffix)
 
 
 def is_gzip(path: str | PurePath) -> bool:
@@ -75,13 +77,14 @@ def is_gzip(path: str | PurePath) -> bool:
     return _name(path).lower().endswith(GZIP_SUFFIX)
 
 
-def suffixes_of(formats: Iterable[str]) -> tuple[str, ...]:
+def suffixes_of(formats: Iterable[str], csv_suffixes: Iterable[str] = ()) -> tuple[str, ...]:
     """The file suffixes read for the given formats, for messages."""
     out = []
     for fmt in formats:
-        out.append(f".{fmt}")
-        if fmt in _GZIP_FORMATS:
-            out.append(f".{fmt}{GZIP_SUFFIX}")
+        for suffix in (f".{fmt}", *(csv_suffixes if fmt == "csv" else ())):
+            out.append(suffix)
+            if fmt in _GZIP_FORMATS:
+                out.append(f"{suffix}{GZIP_SUFFIX}")
     return tuple(out)
 
 
@@ -99,7 +102,9 @@ def _suffix(name: str) -> str:
     return PurePosixPath(name).suffix
 
 
-def classify(folder: Folder | None, formats: Sequence[str]) -> Discovery:
+def classify(
+    folder: Folder | None, formats: Sequence[str], csv_suffixes: Sequence[str] = ()
+) -> Discovery:
     """Which entries of a folder are read (by name), and why each other one is not."""
     if folder is None:
         return Discovery(())
@@ -115,8 +120,8 @@ def classify(folder: Folder | None, formats: Sequence[str]) -> Discovery:
             ignored[item.relpath] = (
                 "hidden file (name starts with '.' or '_'): in-progress or marker file"
             )
-        elif file_format(item.name) not in formats:
-            expected = ", ".join(suffixes_of(formats))
+        elif file_format(item.name, csv_suffixes) not in formats:
+            expected = ", ".join(suffixes_of(formats, csv_suffixes))
             ignored[item.relpath] = (
                 f"unsupported suffix {_suffix(item.name)!r}: expected one of {expected}"
             )
@@ -133,7 +138,8 @@ def formats_of(contract: SourceContract) -> tuple[str, ...]:
 def discover_day(landing: Landing, contract: SourceContract, day: dt.date) -> Discovery:
     """The files of ``day``'s folder in name order (a missing folder is an empty day)."""
     root = landing_root(landing)
-    return classify(root.folder(contract.day_folder(day)), formats_of(contract))
+    folder = root.folder(contract.day_folder(day))
+    return classify(folder, formats_of(contract), contract.csv_suffixes)
 
 
 def discover_days(
@@ -150,7 +156,8 @@ def discover_snapshot(landing: Landing, contract: SourceContract) -> Discovery:
     Older snapshots are not reported as ignored: being superseded is their normal state.
     """
     root = landing_root(landing)
-    found = classify(root.folder(contract.snapshot_folder()), formats_of(contract))
+    folder = root.folder(contract.snapshot_folder())
+    found = classify(folder, formats_of(contract), contract.csv_suffixes)
     newest = max(found.files, key=lambda f: f.name, default=None)
     return Discovery((newest,) if newest else (), found.ignored)
 
@@ -168,7 +175,7 @@ def list_days(landing: Landing, contract: SourceContract) -> list[dt.date]:
     return sorted(
         day
         for day, folder in day_folders(landing, contract).items()
-        if classify(folder, formats).files
+        if classify(folder, formats, contract.csv_suffixes).files
     )
 
 

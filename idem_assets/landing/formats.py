@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -24,23 +25,33 @@ def row_numbers(count: int) -> pa.Array:
     return pl.int_range(1, count + 1, dtype=pl.Int64, eager=True).to_arrow()
 
 
+@dataclass(frozen=True)
+class TextDialect:
+    """How a source writes its text files (CSV and JSON Lines), as the parsers need it."""
+
+    delimiter: str = ","
+    trailing_delimiter: bool = False
+    encoding: str = "utf-8"  # declared; the parsers get the text as UTF-8 (for reasons)
+
+
 def read_raw(
     data: bytes,
     fmt: str,
     relpath: str,
     string_columns: frozenset[str],
-    delimiter: str = ",",
+    dialect: TextDialect | None = None,
     line_offset: int = 0,
 ) -> RawRows:
     """Parse one file's bytes (or one piece of them, whose lines start after
     ``line_offset``); ``string_columns`` are JSON keys kept as JSON text."""
+    dialect = dialect or TextDialect()
     if not data:
         return empty_raw("zero-byte file: read as 0 rows")
     if fmt == "parquet":
         return _read_parquet(data, relpath)
     if fmt == "csv":
-        return _read_csv(data, relpath, delimiter, line_offset)
-    return _read_jsonl(data, relpath, string_columns, line_offset)
+        return _read_csv(data, relpath, dialect, line_offset)
+    return _read_jsonl(data, relpath, string_columns, line_offset, dialect.encoding)
 
 
 def _read_parquet(data: bytes, relpath: str) -> RawRows:
@@ -126,12 +137,19 @@ def _csv_header(data: bytes, delimiter: str) -> list[str] | None:
     return next(csv.reader([text], delimiter=delimiter))
 
 
-def _read_csv(data: bytes, relpath: str, delimiter: str, line_offset: int) -> RawRows:
+def _read_csv(data: bytes, relpath: str, dialect: TextDialect, line_offset: int) -> RawRows:
+    delimiter = dialect.delimiter
+
+    def careful() -> RawRows:
+        return parse_csv_rows(
+            data, relpath, delimiter, line_offset, dialect.trailing_delimiter, dialect.encoding
+        )
+
     header = _csv_header(data, delimiter)
     # An odd number of quotes means a quote somewhere is open or stray: let the careful
     # parser decide whether the file is still countable.
     if header is None or data.count(b'"') % 2:
-        return parse_csv_rows(data, relpath, delimiter, line_offset)
+        return careful()
     try:
         table = pacsv.read_csv(
             pa.BufferReader(data),
@@ -144,9 +162,19 @@ def _read_csv(data: bytes, relpath: str, delimiter: str, line_offset: int) -> Ra
             ),
         )
     except pa.ArrowInvalid:
-        return parse_csv_rows(data, relpath, delimiter, line_offset)
+        return careful()
     if table.column_names != header:
-        return parse_csv_rows(data, relpath, delimiter, line_offset)
+        return careful()
+    if dialect.trailing_delimiter:
+        # The empty field after every line's last delimiter: never a column. A value there
+        # means a line with one field too many: the careful parser names it.
+        if (
+            not header
+            or header[-1] != ""
+            or table.column(table.num_columns - 1).null_count != table.num_rows
+        ):
+            return careful()
+        table = table.drop_columns([table.num_columns - 1])
     return RawRows(table, row_numbers(table.num_rows))
 
 
@@ -163,7 +191,7 @@ def _data_lines(data: bytes) -> int:
 
 
 def _read_jsonl(
-    data: bytes, relpath: str, string_columns: frozenset[str], line_offset: int
+    data: bytes, relpath: str, string_columns: frozenset[str], line_offset: int, encoding: str
 ) -> RawRows:
     import polars as pl  # here, not at import: see idem_assets._lazy
 
@@ -174,8 +202,8 @@ def _read_jsonl(
             schema_overrides={name: pl.String for name in string_columns},
         )
     except pl.exceptions.PolarsError:
-        return parse_jsonl_rows(data, relpath, line_offset)
+        return parse_jsonl_rows(data, relpath, line_offset, encoding)
     # One object per line is the contract; any other shape is sorted out line by line.
     if frame.height != _data_lines(data):
-        return parse_jsonl_rows(data, relpath, line_offset)
+        return parse_jsonl_rows(data, relpath, line_offset, encoding)
     return RawRows(frame.to_arrow(), row_numbers(frame.height))

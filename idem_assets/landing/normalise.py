@@ -5,13 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from idem_assets._lazy import lazy_module
-from idem_assets.landing.coerce import ReadAs, coerce
+from idem_assets.landing.coerce import Coerced, ReadAs, coerce
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.raw import RawRows, raw_record_json, unique_names
 
@@ -43,6 +43,8 @@ class Normalised:
     rows: pa.Table
     quarantine: pa.Table
     dropped_columns: tuple[str, ...]
+    # Column -> {null spelling: values read as null}, for the declared spellings seen.
+    null_spellings: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,12 +89,12 @@ def _row_rules(contract: SourceContract, partition_date: dt.date | None) -> list
                 ),
             )
         )
-    for field in contract.schema:
-        if not field.nullable and field.name not in contract.natural_key:
+    for declared in contract.schema:
+        if not declared.nullable and declared.name not in contract.natural_key:
             rules.append(
                 _Rule(
-                    pl.col(field.name).is_null(),
-                    pl.lit(f"{field.name}: is null but the column is declared not nullable"),
+                    pl.col(declared.name).is_null(),
+                    pl.lit(f"{declared.name}: is null but the column is declared not nullable"),
                 )
             )
     for rule in contract.quarantine_rules:
@@ -107,15 +109,27 @@ class _Split:
     reasons: list[str]  # one per invalid row, in row order
 
 
-def _split(frame: pl.DataFrame, contract: SourceContract, partition_date: dt.date | None) -> _Split:
+def _split(
+    frame: pl.DataFrame, contract: SourceContract, partition_date: dt.date | None, text: bool
+) -> _Split:
     """Type every contract column, judge every row, and explain only the rejected ones.
 
-    ``frame`` holds the contract columns under their contract names, as the file gave them.
+    ``frame`` holds the contract columns read from files under their contract names, as
+    the file gave them; the folder's day fills its columns. ``text``: the file is CSV or
+    JSON Lines, whose text values may spell null (the declared ``null_values``).
     """
-    coerced = {
-        f.name: coerce(f.name, f.type, frame.schema[f.name], ReadAs.of(contract, f.name))
-        for f in contract.schema
-    }
+    coerced = {}
+    for f in contract.schema:
+        if f.name in contract.folder_day_columns:
+            day = pl.lit(partition_date, pl.Date)
+            coerced[f.name] = Coerced(day, pl.lit(None, pl.String), pl.lit(False))
+            continue
+        dtype = frame.schema[f.name]
+        raw = pl.col(f.name)
+        spellings = contract.null_values.get(f.name) if text else None
+        if spellings and dtype == pl.String:
+            raw = pl.when(raw.str.strip_chars().is_in(list(spellings))).then(None).otherwise(raw)
+        coerced[f.name] = coerce(f.name, f.type, dtype, ReadAs.of(contract, f.name), raw)
     typed = frame.select(
         *(c.value.alias(name) for name, c in coerced.items()),
         *(c.present.alias(f"{_PRESENT}{name}") for name, c in coerced.items()),
@@ -175,13 +189,31 @@ def empty_rows(contract: SourceContract) -> pa.Table:
     return contract.schema.empty_table()
 
 
+def _null_spellings(frame: pl.DataFrame, contract: SourceContract) -> dict[str, dict[str, int]]:
+    """How many values of each column were each declared null spelling."""
+    out: dict[str, dict[str, int]] = {}
+    for column, spellings in contract.null_values.items():
+        if not spellings or frame.schema.get(column) != pl.String:
+            continue
+        found = (
+            frame.select(pl.col(column).str.strip_chars().alias("v"))
+            .filter(pl.col("v").is_in(list(spellings)))
+            .group_by("v")
+            .len()
+        )
+        if found.height:
+            out[column] = dict(
+                sorted(zip(found["v"].to_list(), found["len"].to_list(), strict=True))
+            )
+    return out
+
+
 def file_problem(names: list[str], contract: SourceContract) -> str | None:
     """A whole-file problem for a file with these column names: missing or doubled columns."""
     counts = Counter(names)
-    wanted = {contract.file_name(c): c for c in contract.columns}
-    missing = [
-        shown_column(c, contract) for c in contract.columns if contract.file_name(c) not in counts
-    ]
+    read = contract.file_read_columns
+    wanted = {contract.file_name(c): c for c in read}
+    missing = [shown_column(c, contract) for c in read if contract.file_name(c) not in counts]
     doubled = sorted(
         shown_column(wanted[n], contract) for n, k in counts.items() if k > 1 and n in wanted
     )
@@ -207,14 +239,17 @@ def normalise(
     relpath: str,
     partition_date: dt.date | None,
     file_names: Sequence[str] | None = None,
+    fmt: str = "csv",
 ) -> Normalised:
     """Type, validate and split one file's rows; every raw row lands on exactly one side.
 
     ``file_names`` are the columns the whole file has when ``raw`` is one piece of it (JSON
     Lines keys vary by line): a column the file has but this piece lacks reads as null.
+    ``fmt`` is the file's format (null spellings apply to CSV and JSON Lines text).
     """
     names = raw.table.column_names
-    wanted = {contract.file_name(c) for c in contract.columns}
+    read = contract.file_read_columns
+    wanted = {contract.file_name(c) for c in read}
     dropped = tuple(dict.fromkeys(n for n in names if n not in wanted))
     unique = unique_names(names)
     frame = pl.from_arrow(raw.table.rename_columns(unique))
@@ -227,15 +262,16 @@ def normalise(
         frame = frame.with_columns(pl.lit(None, pl.String).alias(n) for n in absent)
         ordered = [n for n in dict.fromkeys(present) if n in frame.columns]
         frame = frame.select([*ordered, *(c for c in frame.columns if c not in ordered)])
+    spellings: dict[str, dict[str, int]] = {}
     if problem is not None:
         valid, reasons = empty_rows(contract), [problem] * frame.height
         bad_frame, bad_numbers = frame, numbers
     elif frame.height:
         # The file's own names for the contract columns (unique, so each appears once).
-        contract_frame = frame.select(
-            pl.col(contract.file_name(c)).alias(c) for c in contract.columns
-        )
-        split = _split(contract_frame, contract, partition_date)
+        contract_frame = frame.select(pl.col(contract.file_name(c)).alias(c) for c in read)
+        text = fmt != "parquet"
+        spellings = _null_spellings(contract_frame, contract) if text else {}
+        split = _split(contract_frame, contract, partition_date, text)
         valid, reasons = split.valid, split.reasons
         bad_frame, bad_numbers = frame.filter(split.invalid), numbers.filter(split.invalid)
     else:
@@ -256,4 +292,4 @@ def normalise(
         [r[1] for r in rows],
         [r[2] for r in rows],
     )
-    return Normalised(valid, quarantine, dropped)
+    return Normalised(valid, quarantine, dropped, spellings)

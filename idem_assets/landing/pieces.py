@@ -83,21 +83,31 @@ def _cut(buffer: bytearray, limit: int, quoted: bool) -> int | None:
 
 
 def text_pieces(
-    chunks: Iterable[bytes], fmt: str, piece_bytes: int = PIECE_BYTES
+    chunks: Iterable[bytes],
+    fmt: str,
+    piece_bytes: int = PIECE_BYTES,
+    header: bytes | None = None,
 ) -> Iterator[Piece]:
-    """Pieces of a CSV or JSON Lines text (at least one, empty for an empty file)."""
+    """Pieces of a CSV or JSON Lines text (at least one, empty for an empty file).
+
+    ``header``: a headerless CSV's column line, put in front of every piece (the file's
+    first line is then a record, numbered line 1).
+    """
     csv = fmt == "csv"
+    headerless = header is not None
     buffer = bytearray()
-    header = b""
+    header = header or b""
     line = 1  # physical line the buffer starts on
     index = 0
 
     def piece(body: bytes) -> Piece:
         if not csv:
             return Piece(index, body, line - 1)
-        if index == 0:
+        if index == 0 and not headerless:
             return Piece(index, body, 0)
         # The header line in front: the body's first line is the piece's line 2.
+        if not body and headerless:
+            return Piece(index, b"", line - 2)  # an empty headerless file stays empty
         return Piece(index, header + body, line - 2)
 
     for chunk in chunks:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
+import csv
 import datetime as dt
 import hashlib
+import io
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -21,7 +24,7 @@ from idem_assets.landing.files import (
     files_signature,
     is_gzip,
 )
-from idem_assets.landing.formats import read_raw
+from idem_assets.landing.formats import TextDialect, read_raw
 from idem_assets.landing.normalise import QUARANTINE_SCHEMA, empty_rows, normalise
 from idem_assets.landing.pieces import PIECE_BYTES, Piece, gunzip_chunks, text_pieces
 from idem_assets.landing.raw import RawRows
@@ -95,7 +98,7 @@ class FileReader:
         size: int | None = None,
         piece_bytes: int = PIECE_BYTES,
     ) -> None:
-        fmt = file_format(relpath)
+        fmt = file_format(relpath, contract.csv_suffixes)
         if fmt is None:
             raise LandingFileError(relpath, "has no landing file suffix")
         self.format = fmt
@@ -108,6 +111,8 @@ class FileReader:
         self._names: dict[str, None] = {}
         self.dropped_columns: tuple[str, ...] = ()
         self.notes: tuple[str, ...] = ()
+        # Column -> {declared null spelling: values read as null}, over the whole file.
+        self.null_spellings: dict[str, dict[str, int]] = {}
         self._file: LandingFile | None = None
 
     @property
@@ -131,10 +136,15 @@ class FileReader:
         if fmt == "parquet":
             pieces: Iterable[Piece] = [Piece(0, b"".join(hashed()), 0)]
         else:
-            text = (
-                gunzip_chunks(hashed(), relpath, self.size or 0) if is_gzip(relpath) else hashed()
-            )
-            pieces = text_pieces(text, fmt, self.piece_bytes)
+            raw_bytes: Iterable[bytes] = hashed()
+            if is_gzip(relpath):
+                raw_bytes = gunzip_chunks(raw_bytes, relpath, self.size or 0)
+            text = as_utf8(raw_bytes, contract.encoding)
+            header = None if fmt != "csv" or contract.csv_header else headerless_line(contract)
+            pieces = text_pieces(text, fmt, self.piece_bytes, header)
+        dialect = TextDialect(
+            contract.csv_delimiter, contract.csv_trailing_delimiter, contract.encoding
+        )
         # JSON Lines keeps these as text (file names: renames apply after reading).
         strings = frozenset(
             contract.file_name(f.name) for f in contract.schema if pa.types.is_string(f.type)
@@ -142,9 +152,8 @@ class FileReader:
         rows_before = 0
         held: list[tuple[int, RawRows]] = []
         for piece in pieces:
-            raw = read_raw(
-                piece.data, fmt, relpath, strings, contract.csv_delimiter, piece.line_offset
-            ).shifted(rows_before)
+            raw = read_raw(piece.data, fmt, relpath, strings, dialect, piece.line_offset)
+            raw = raw.shifted(rows_before)
             rows_before += raw.raw_rows
             self.notes = tuple(dict.fromkeys((*self.notes, *raw.notes)))
             self._names.update(dict.fromkeys(raw.table.column_names))
@@ -166,15 +175,57 @@ class FileReader:
         self._file = LandingFile(relpath, fmt, total, digest.hexdigest(), rows_before, self.day)
 
     def _lacks_columns(self) -> bool:
-        return any(self.contract.file_name(c) not in self._names for c in self.contract.columns)
+        return any(
+            self.contract.file_name(c) not in self._names for c in self.contract.file_read_columns
+        )
 
     def _judge(self, index: int, raw: RawRows) -> PieceRows:
         names = list(self._names) if self.format == "jsonl" else None
-        result = normalise(raw, self.contract, self.relpath, self.day, names)
+        result = normalise(raw, self.contract, self.relpath, self.day, names, self.format)
         self.dropped_columns = tuple(
             dict.fromkeys((*self.dropped_columns, *result.dropped_columns))
         )
+        for column, counts in result.null_spellings.items():
+            seen = self.null_spellings.setdefault(column, {})
+            for spelling, count in counts.items():
+                seen[spelling] = seen.get(spelling, 0) + count
         return PieceRows(index, result.rows, result.quarantine)
+
+
+def headerless_line(contract: SourceContract) -> bytes:
+    """The header a headerless CSV would have: its columns in declared order."""
+    names = [contract.file_name(c) for c in contract.file_read_columns]
+    out = io.StringIO()
+    csv.writer(out, delimiter=contract.csv_delimiter, lineterminator="\n").writerow(
+        [*names, ""] if contract.csv_trailing_delimiter else names
+    )
+    return out.getvalue().encode("utf-8")
+
+
+def _as_lone_surrogates(error: UnicodeError) -> tuple[str, int]:
+    assert isinstance(error, UnicodeDecodeError)
+    bad = error.object[error.start : error.end]
+    return "".join(chr(0xDC00 + byte) for byte in bad), error.end
+
+
+# Bytes a declared encoding does not define become lone surrogates, written out as bytes
+# no UTF-8 reader accepts: the row holding them is quarantined, the rest reads on.
+_INVALID = "idem-assets.invalid-bytes"
+codecs.register_error(_INVALID, _as_lone_surrogates)
+
+
+def as_utf8(chunks: Iterable[bytes], encoding: str) -> Iterator[bytes]:
+    """Text in the declared encoding, as UTF-8 (the parsers' input). Bytes the encoding does
+    not define come through as invalid UTF-8, so exactly their rows are quarantined."""
+    if encoding == "utf-8":
+        yield from chunks
+        return
+    decoder = codecs.getincrementaldecoder(encoding)(errors=_INVALID)
+    for chunk in chunks:
+        if text := decoder.decode(chunk):
+            yield text.encode("utf-8", "surrogatepass")
+    if rest := decoder.decode(b"", final=True):
+        yield rest.encode("utf-8", "surrogatepass")
 
 
 def read_file(

@@ -94,7 +94,10 @@ def landing_changes(
 def listed_days(root: LandingRoot, contract: SourceContract) -> dict[dt.date, Discovery]:
     """Every day folder of a source with its readable files, from one listing of the source."""
     formats = formats_of(contract)
-    found = {day: classify(folder, formats) for day, folder in day_folders(root, contract).items()}
+    found = {
+        day: classify(folder, formats, contract.csv_suffixes)
+        for day, folder in day_folders(root, contract).items()
+    }
     return {day: discovery for day, discovery in found.items() if discovery.files}
 
 
