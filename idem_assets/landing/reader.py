@@ -45,6 +45,8 @@ class LandingBatch:
     dropped_columns: Mapping[str, tuple[str, ...]]  # relpath -> extra columns dropped
     ignored_files: Mapping[str, str] = field(default_factory=dict)  # relpath -> why not read
     notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # relpath -> remarks
+    # column -> {declared null spelling: values read as null}
+    null_spellings: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.raw_rows != self.rows.num_rows + self.quarantine.num_rows:
@@ -251,6 +253,7 @@ class _Accumulator:
     dropped: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ignored: dict[str, str] = field(default_factory=dict)
     notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    null_spellings: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def read(self, found: Discovery, partition_date: dt.date | None) -> None:
         self.ignored.update(found.ignored)
@@ -266,6 +269,10 @@ class _Accumulator:
                 self.dropped[item.relpath] = reader.dropped_columns
             if reader.notes:
                 self.notes[item.relpath] = reader.notes
+            for column, counts in reader.null_spellings.items():
+                seen = self.null_spellings.setdefault(column, {})
+                for spelling, count in counts.items():
+                    seen[spelling] = seen.get(spelling, 0) + count
             self.files.append(reader.file)
 
     def batch(self, start: dt.date | None, end: dt.date | None) -> LandingBatch:
@@ -282,6 +289,9 @@ class _Accumulator:
             dropped_columns=dict(self.dropped),
             ignored_files=dict(self.ignored),
             notes=dict(self.notes),
+            null_spellings={
+                c: dict(sorted(n.items())) for c, n in sorted(self.null_spellings.items())
+            },
         )
 
 

@@ -77,6 +77,12 @@ def summary(source: LandingSource, batch: LandingBatch) -> dict[str, object]:
         "rows_breaking_rules": rules,
         "dropped_columns": {k: list(v) for k, v in batch.dropped_columns.items()},
         "ignored_files": dict(batch.ignored_files),
+        # What the declaration's spellings did: nulls per column by spelling, each file's
+        # folder day (the value of folder_day columns), the encoding the text was read in.
+        "nulls_by_spelling": {c: dict(n) for c, n in batch.null_spellings.items()},
+        "folder_days": {f.relpath: f.day for f in batch.files if f.day is not None},
+        "folder_day_columns": list(source.contract().folder_day_columns),
+        "encoding": source.encoding,
         "signature": batch.signature,
     }
 

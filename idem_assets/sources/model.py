@@ -17,7 +17,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from idem_assets.lake.predicates import is_identifier
-from idem_assets.landing.contract import FORMATS, SourceContract
+from idem_assets.landing.contract import ENCODINGS, FORMATS, SourceContract
 from idem_assets.landing.layout import DEFAULT_DAILY_LAYOUT, DEFAULT_SNAPSHOT_LAYOUT, Layout
 from idem_assets.landing.numbers import DECIMAL_SEPARATORS, THOUSANDS_SEPARATORS, Separators
 from idem_assets.landing.raw import MAX_FIELD_BYTES
@@ -42,6 +42,12 @@ TYPES: dict[str, pa.DataType] = {
 }
 TYPE_CHOICES = "int64, int32, float64, bool, string, date, timestamp, decimal(P,S)"
 _DELIMITER_NAMES = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+_SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,10}$")
+_RESERVED_SUFFIXES = (".parquet", ".jsonl", ".gz")
+# strftime directives a column format may use: those Python's datetime and polars (chrono)
+# read alike.
+_FORMAT_DIRECTIVES = set("YymdHIMSpbBjz")
+_SAMPLE_TIME = dt.datetime(2024, 1, 31, 22, 5, 7)
 MAX_DECLARED_FIELD_BYTES = 64 << 20
 _KINDS = {
     "timestamp": pa.types.is_timestamp,
@@ -135,6 +141,21 @@ class Column(_Declared):
         description="Derived, not read from files: the UTC date of this "
         "timestamp column (e.g. a Delta partition column).",
     )
+    folder_day: bool = Field(
+        default=False,
+        description="Date columns of daily sources: the day of the file's folder, not read "
+        "from the files (it may be the partition_date).",
+    )
+    format: str | None = Field(
+        default=None,
+        description="Date and timestamp text in this strftime format ('%d.%m.%Y', "
+        "'%m/%d/%Y %I:%M %p'); without it ISO text is read.",
+    )
+    null_values: tuple[str, ...] | None = Field(
+        default=None,
+        description="Text values that mean null in this column (replaces the source's "
+        "null_values; [] keeps every spelling as text).",
+    )
     description: str | None = Field(default=None, description="Shown in the Dagster UI.")
     rules: tuple[Rule, ...] = Field(default=(), description="Value rules on the column.")
 
@@ -169,6 +190,33 @@ class Column(_Declared):
         kind = self.arrow_type
         if self.epoch is not None and not pa.types.is_timestamp(kind):
             raise ValueError(f"{self.name}: epoch applies to timestamp columns, not {self.type}")
+        if self.folder_day:
+            if not pa.types.is_date32(kind):
+                raise ValueError(f"{self.name}: a folder_day column has type date, not {self.type}")
+            if self.from_ is not None or self.epoch is not None or self.date_of is not None:
+                raise ValueError(
+                    f"{self.name}: a folder_day column is not read from files, so it takes "
+                    "no from, epoch or date_of"
+                )
+        if self.format is not None:
+            if not (pa.types.is_date32(kind) or pa.types.is_timestamp(kind)):
+                raise ValueError(
+                    f"{self.name}: format applies to date and timestamp columns, not {self.type}"
+                )
+            if self.epoch is not None or self.folder_day or self.date_of is not None:
+                raise ValueError(
+                    f"{self.name}: format reads text, so it does not go with epoch, "
+                    "folder_day or date_of"
+                )
+            problem = format_problem(self.format, timestamp=pa.types.is_timestamp(kind))
+            if problem:
+                raise ValueError(f"{self.name}: {problem}")
+        for spelling in self.null_values or ():
+            if not spelling.strip():
+                raise ValueError(
+                    f"{self.name}: null_values: {spelling!r} is blank; blank is already null "
+                    "for non-string columns"
+                )
         if self.date_of is not None:
             if not pa.types.is_date32(kind):
                 raise ValueError(f"{self.name}: a date_of column has type date, not {self.type}")
@@ -193,6 +241,32 @@ class CsvOptions(_Declared):
     delimiter: str = Field(
         default=",", description="Field delimiter: one character, or tab, comma, semicolon, pipe."
     )
+    header: bool = Field(
+        default=True,
+        description="false: files have no header line; their fields are the columns in "
+        "declared order (no from: then).",
+    )
+    trailing_delimiter: bool = Field(
+        default=False,
+        description="true: every line ends with the delimiter (TPC-H's .tbl); that empty last "
+        "field is not a column, and a line without it is a ragged row.",
+    )
+    suffixes: tuple[str, ...] = Field(
+        default=(),
+        description="More file suffixes read as this source's CSV, e.g. [.tbl, .dat, .txt] "
+        "(and the same plus .gz).",
+    )
+
+    @field_validator("suffixes")
+    @classmethod
+    def _suffixes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for suffix in value:
+            if not _SUFFIX.match(suffix) or suffix.lower() in _RESERVED_SUFFIXES:
+                raise ValueError(
+                    f"suffix {suffix!r} must be a dot and letters or digits (like .tbl), and "
+                    "not one of .parquet, .jsonl, .gz"
+                )
+        return tuple(s.lower() for s in value)
 
     @field_validator("delimiter")
     @classmethod
@@ -305,6 +379,17 @@ class LandingSource(_Declared):
         default="UTC", description="IANA zone of timestamps written without an offset."
     )
     csv: CsvOptions = Field(default_factory=CsvOptions)
+    encoding: Literal["utf-8", "utf-8-sig", "utf-16", "cp1252", "latin-1"] = Field(
+        default="utf-8",
+        description=f"Text encoding of CSV and JSON Lines files: {', '.join(ENCODINGS)}. "
+        "Signatures hash the bytes as delivered.",
+    )
+    null_values: tuple[str, ...] = Field(
+        default=(),
+        description="Text values that mean null in CSV and JSON Lines text, in every column "
+        "(string columns too), e.g. [NA, 'NULL', '\\N']; a column's own null_values "
+        "replaces this list.",
+    )
     numbers: NumberOptions = Field(default_factory=NumberOptions)
     checks: CheckOptions = Field(default_factory=CheckOptions)
     sensor: SensorOptions = Field(default_factory=SensorOptions)
@@ -330,6 +415,16 @@ class LandingSource(_Declared):
                 f"{value!r} must be lower case letters, digits and _, starting "
                 "with a letter (it names a folder, a table and an asset)"
             )
+        return value
+
+    @field_validator("null_values")
+    @classmethod
+    def _spellings(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for spelling in value:
+            if not spelling.strip():
+                raise ValueError(
+                    f"{spelling!r} is blank; blank text is already null for non-string columns"
+                )
         return value
 
     @field_validator("timezone")
@@ -405,6 +500,18 @@ class LandingSource(_Declared):
             decimal_separator=self.numbers.decimal,
             thousands_separator=self.numbers.thousands,
             csv_delimiter=self.csv.delimiter,
+            csv_header=self.csv.header,
+            csv_trailing_delimiter=self.csv.trailing_delimiter,
+            csv_suffixes=self.csv.suffixes,
+            encoding=self.encoding,
+            null_values={
+                c.name: spellings
+                for c in self.read_columns
+                if not c.folder_day
+                and (spellings := self.null_values if c.null_values is None else c.null_values)
+            },
+            folder_day_columns=tuple(c.name for c in self.read_columns if c.folder_day),
+            time_formats={c.name: c.format for c in self.read_columns if c.format},
             rules=tuple(_compile_rule(c, r) for c in self.read_columns for r in c.rules),
             first_day=self.first_day,
             max_field_bytes=self.max_field_bytes,
@@ -456,6 +563,21 @@ def _check_source(source: LandingSource) -> None:
     for column in source.columns:
         if column.date_of is not None:
             need(f"{column.name}: date_of", column.date_of, read=True, kinds=("timestamp",))
+    folder_days = [c.name for c in source.columns if c.folder_day]
+    if folder_days and source.snapshot:
+        raise ValueError(
+            f"columns: {', '.join(folder_days)}: folder_day is the day of a daily source's "
+            "folder; a snapshot source has none"
+        )
+    if not source.csv.header:
+        renamed = [c.name for c in source.read_columns if c.from_]
+        if renamed:
+            raise ValueError(
+                f"columns: {', '.join(renamed)}: from: names a header field, but csv.header is "
+                "false (columns are read in declared order: rename the column instead)"
+            )
+    if source.csv.suffixes and "csv" not in source.formats:
+        raise ValueError("csv.suffixes: the source's formats do not include csv")
     strategy = source.resolved_strategy
     layout = source.layout or (DEFAULT_SNAPSHOT_LAYOUT if source.snapshot else DEFAULT_DAILY_LAYOUT)
     daily_layout = Layout(layout, source.name).daily
@@ -498,6 +620,48 @@ def _check_source(source: LandingSource) -> None:
             )
     if source.prune_columns and strategy != "merge":
         raise ValueError("prune_columns applies to the merge strategy only")
+
+
+def format_problem(fmt: str, *, timestamp: bool) -> str | None:
+    """Why a date or timestamp format cannot be used, or None.
+
+    It may use only directives Python's datetime and polars read alike; it must name the
+    year, month and day (a timestamp also the hour, %I with %p), and strftime must parse
+    back what it writes.
+    """
+    directives = re.findall(r"%(.)", fmt)
+    unknown = sorted({d for d in directives if d not in _FORMAT_DIRECTIVES})
+    if not directives or unknown or fmt.count("%") != len(directives):
+        shown = ", ".join(f"%{d}" for d in unknown) or "none"
+        return (
+            f"format {fmt!r} is not a strftime format this reader supports (unknown "
+            f"directive(s): {shown}); use %Y %y %m %d %H %I %M %S %p %b %B %j %z"
+        )
+    used = set(directives)
+    needed = [
+        ("the year (%Y or %y)", bool(used & set("Yy"))),
+        ("the month (%m, %b or %B)", bool(used & set("mbBj"))),
+        ("the day (%d)", bool(used & set("dj"))),
+    ]
+    if timestamp:
+        needed.append(("the hour (%H, or %I with %p)", "H" in used or {"I", "p"} <= used))
+    missing = [what for what, present in needed if not present]
+    if missing:
+        return f"format {fmt!r} does not name {', '.join(missing)}"
+    sample = _SAMPLE_TIME.replace(tzinfo=dt.UTC) if "z" in used else _SAMPLE_TIME
+    try:
+        parsed = dt.datetime.strptime(sample.strftime(fmt), fmt)
+    except ValueError as exc:
+        return f"format {fmt!r}: strftime cannot parse back what it writes ({exc})"
+    fields = ["year", "month", "day"]
+    if timestamp:
+        fields += ["hour"] + [f for f, d in (("minute", "M"), ("second", "S")) if d in used]
+    if any(getattr(parsed, f) != getattr(sample, f) for f in fields):
+        return (
+            f"format {fmt!r}: {sample:%Y-%m-%d %H:%M:%S} written as "
+            f"{sample.strftime(fmt)!r} reads back as {parsed}"
+        )
+    return None
 
 
 def _typed_bound(column: Column, value: Any, what: str) -> Any:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -56,6 +56,7 @@ FILE_FIELDS = (
     ("quarantined", T.LongType()),
     ("dropped", T.StringType()),  # JSON list
     ("notes", T.StringType()),  # JSON list
+    ("nulls", T.StringType()),  # JSON {column: {null spelling: count}}
     ("error", T.StringType()),
 )
 # What a task is given: one listed file.
@@ -88,13 +89,13 @@ class Records:
 
     def batch(self, kind: str, columns: Mapping[str, pa.Array], rows: int) -> pa.RecordBatch:
         arrays = []
-        for field in self.schema:
-            if field.name == KIND:
-                arrays.append(pa.array([kind] * rows, field.type))
-            elif field.name in columns:
-                arrays.append(columns[field.name].cast(field.type))
+        for target in self.schema:
+            if target.name == KIND:
+                arrays.append(pa.array([kind] * rows, target.type))
+            elif target.name in columns:
+                arrays.append(columns[target.name].cast(target.type))
             else:
-                arrays.append(pa.nulls(rows, field.type))
+                arrays.append(pa.nulls(rows, target.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def rows(self, table: pa.Table) -> pa.RecordBatch:
@@ -178,6 +179,7 @@ def read_one(reader: FileReader, records: Records) -> Iterator[pa.RecordBatch]:
             "quarantined": quarantined,
             "dropped": json.dumps(list(reader.dropped_columns)),
             "notes": json.dumps(list(reader.notes)),
+            "nulls": json.dumps(reader.null_spellings),
         }
     )
 
@@ -199,6 +201,8 @@ class SparkLandingBatch:
     valid_rows: int
     quarantined_rows: int
     file_reads: tuple[LandingFile, ...] = ()  # what each file held, as the local reader says
+    # column -> {declared null spelling: values read as null}
+    null_spellings: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def rows(self) -> DataFrame:
@@ -297,7 +301,18 @@ def read_landing_spark(
         valid_rows=sum(int(summaries[p][FILE_PREFIX + "valid"]) for p in files),
         quarantined_rows=sum(int(summaries[p][FILE_PREFIX + "quarantined"]) for p in files),
         file_reads=tuple(_file_read(summaries[p]) for p in files),
+        null_spellings=_null_spellings(summaries[p][FILE_PREFIX + "nulls"] for p in files),
     )
+
+
+def _null_spellings(per_file: Iterable[str]) -> dict[str, dict[str, int]]:
+    total: dict[str, dict[str, int]] = {}
+    for text in per_file:
+        for column, counts in json.loads(text).items():
+            seen = total.setdefault(column, {})
+            for spelling, count in counts.items():
+                seen[spelling] = seen.get(spelling, 0) + count
+    return {c: dict(sorted(n.items())) for c, n in sorted(total.items())}
 
 
 def _file_read(summary: Any) -> LandingFile:
