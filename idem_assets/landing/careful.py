@@ -56,13 +56,15 @@ def parse_csv_rows(
     line_offset: int = 0,
     trailing_delimiter: bool = False,
     encoding: str = "utf-8",
+    header_in_file: bool = True,
 ) -> RawRows:
     """Parse CSV record by record; bad rows become rejects, an open quote at EOF an error.
 
     ``line_offset`` is added to the line numbers reasons give (for a piece of a file).
     ``trailing_delimiter``: every line ends with the delimiter, whose empty last field is
     not a column; a line without it is a ragged row. ``encoding`` names the file's declared
-    encoding in reasons (its text arrives as UTF-8).
+    encoding in reasons (its text arrives as UTF-8). ``header_in_file`` false: the first line
+    is the declared columns put in front of a headerless file.
     """
     text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
     reader = csv.reader(
@@ -103,8 +105,9 @@ def parse_csv_rows(
             )
             rejected.append(RejectedRow(data_row, reason, raw_fields_json(record)))
         elif len(record) != len(header):
+            expected = "the header has" if header_in_file else "the source declares"
             reason = (
-                f"row has {len(record)} fields but the header has {len(header)} "
+                f"row has {len(record)} fields but {expected} {len(header)} "
                 f"(line {start_line}): check delimiters and quoting"
             )
             rejected.append(RejectedRow(data_row, reason, raw_fields_json(record)))

@@ -32,6 +32,7 @@ class TextDialect:
     delimiter: str = ","
     trailing_delimiter: bool = False
     encoding: str = "utf-8"  # declared; the parsers get the text as UTF-8 (for reasons)
+    header: bool = True  # False: the header line is the declared columns, not the file's
 
 
 def read_raw(
@@ -142,7 +143,13 @@ def _read_csv(data: bytes, relpath: str, dialect: TextDialect, line_offset: int)
 
     def careful() -> RawRows:
         return parse_csv_rows(
-            data, relpath, delimiter, line_offset, dialect.trailing_delimiter, dialect.encoding
+            data,
+            relpath,
+            delimiter,
+            line_offset,
+            dialect.trailing_delimiter,
+            dialect.encoding,
+            dialect.header,
         )
 
     header = _csv_header(data, delimiter)
@@ -174,7 +181,7 @@ def _read_csv(data: bytes, relpath: str, dialect: TextDialect, line_offset: int)
             or table.column(table.num_columns - 1).null_count != table.num_rows
         ):
             return careful()
-        table = table.drop_columns([table.num_columns - 1])
+        table = table.remove_column(table.num_columns - 1)
     return RawRows(table, row_numbers(table.num_rows))
 
 

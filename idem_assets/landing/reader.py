@@ -145,7 +145,10 @@ class FileReader:
             header = None if fmt != "csv" or contract.csv_header else headerless_line(contract)
             pieces = text_pieces(text, fmt, self.piece_bytes, header)
         dialect = TextDialect(
-            contract.csv_delimiter, contract.csv_trailing_delimiter, contract.encoding
+            contract.csv_delimiter,
+            contract.csv_trailing_delimiter,
+            contract.encoding,
+            contract.csv_header,
         )
         # JSON Lines keeps these as text (file names: renames apply after reading).
         strings = frozenset(
