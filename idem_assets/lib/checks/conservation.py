@@ -22,15 +22,20 @@ def loaded_rows(
     if table is None:
         return 0
     if spec.strategy == "merge":
-        key = spec.natural_key[0]
-        keys = deduplicated.rows.column(key).combine_chunks()
+        import polars as pl  # here, not at import: see idem_assets._lazy
+
+        # The whole key identifies a row: the first column only prunes what is read.
+        key = list(spec.natural_key)
         found = read_rows(
             table,
             ranges=slice_conditions(spec, window, deduplicated),
-            keys=(key, keys),
-            columns=[key],
+            keys=(key[0], deduplicated.rows.column(key[0]).combine_chunks()),
+            columns=key,
         )
-        return len(set(found.column(key).to_pylist()))
+        batch = pl.from_arrow(deduplicated.rows.select(key))
+        stored = pl.from_arrow(found)
+        assert isinstance(batch, pl.DataFrame) and isinstance(stored, pl.DataFrame)
+        return batch.join(stored.unique(), on=key, how="semi", nulls_equal=True).height
     ranges = slice_conditions(spec, window, deduplicated)
     return read_rows(table, ranges=ranges, columns=list(spec.natural_key) or None).num_rows
 
