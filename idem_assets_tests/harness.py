@@ -12,9 +12,11 @@ import dagster as dg
 from idem_assets.definitions import build_definitions
 from idem_assets.defs.automation.jobs import catalog_job, daily_lake_job
 from idem_assets.lake import Fingerprint, fingerprint, read_rows
+from idem_assets.lib import source_definitions
 from idem_assets.lib.resources import default_resources
 from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
 from idem_assets.sample.generator import generate
+from idem_assets.sources import LandingSource
 
 DAILY_TABLES = ("orders", "customers", "events", "daily_sales")
 ALL_TABLES = (*DAILY_TABLES, "product_catalog")
@@ -113,6 +115,24 @@ def new_project(root: Path, days: int = 4, seed: int = 7, clean: bool = False) -
     checkpoint = CheckpointResource(url=f"sqlite:///{root / 'state' / 'checkpoint.db'}")
     return Project(
         root=root, lake=lake, checkpoint=checkpoint, instance=dg.DagsterInstance.ephemeral()
+    )
+
+
+def declared_definitions(
+    sources: Sequence[LandingSource], landing: Path, root: Path
+) -> tuple[dg.Definitions, LakeResource]:
+    """Definitions of declared sources alone (no shipped domain), with a lake under ``root``."""
+    lake = LakeResource(landing_dir=str(landing), lake_dir=str(root / "lake"))
+    resources = default_resources(
+        lake,
+        CheckpointResource(url=f"sqlite:///{root / 'state.db'}"),
+        NotificationResource(base_url="http://127.0.0.1:9", token="unused"),
+    )
+    return (
+        dg.Definitions.merge(
+            *(source_definitions(s) for s in sources), dg.Definitions(resources=resources)
+        ),
+        lake,
     )
 
 

@@ -298,6 +298,23 @@ class _Accumulator:
         )
 
 
+def window_days(contract: SourceContract, start: dt.date, end: dt.date) -> list[dt.date]:
+    """The days [start, end) of a daily source that a read may cover (every engine's rule).
+
+    A snapshot source, a reversed range and days before the first partition day are refused
+    (``DayBeforeFirstDayError`` for the latter).
+    """
+    if not contract.daily:
+        raise ValueError(f"{contract.name} is a snapshot source; use read_snapshot")
+    if end < start:
+        raise ValueError(f"end {end} is before start {start}; the range is [start, end)")
+    days = [start + dt.timedelta(days=i) for i in range((end - start).days)]
+    early = [day for day in days if contract.before_first_day(day)]
+    if early:
+        raise DayBeforeFirstDayError(contract, early)
+    return days
+
+
 def read_days(
     landing: Landing,
     contract: SourceContract,
@@ -312,21 +329,10 @@ def read_days(
     read is exactly what it signed); files changed since are refused, naming the file.
     Days before the source's first partition day raise ``DayBeforeFirstDayError``.
     """
-    if not contract.daily:
-        raise ValueError(f"{contract.name} is a snapshot source; use read_snapshot")
-    if end < start:
-        raise ValueError(f"end {end} is before start {start}; the range is [start, end)")
-    early = [
-        start + dt.timedelta(days=i)
-        for i in range((end - start).days)
-        if contract.before_first_day(start + dt.timedelta(days=i))
-    ]
-    if early:
-        raise DayBeforeFirstDayError(contract, early)
+    days = window_days(contract, start, end)
     root = landing_root(landing)
     acc = _Accumulator(contract, root, piece_bytes)
-    for offset in range((end - start).days):
-        day = start + dt.timedelta(days=offset)
+    for day in days:
         listed = found.get(day) if found is not None else None
         acc.read(listed if listed is not None else discover_day(root, contract, day), day)
     return acc.batch(start, end)

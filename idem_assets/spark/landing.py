@@ -25,11 +25,11 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from idem_assets.faults import crash_point
-from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
+from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.files import Discovery, Landing, LandingFile, discover_days
 from idem_assets.landing.pieces import PIECE_BYTES
-from idem_assets.landing.reader import FileReader
+from idem_assets.landing.reader import FileReader, window_days
 from idem_assets.landing.store import LandingObject, LandingRoot, landing_root
 from idem_assets.spark.resource import require_settings
 from idem_assets.spark.schema import col, spark_schema
@@ -248,14 +248,7 @@ def read_landing_spark(
     ``LandingFileError`` naming it, as the local reader does. Days before the source's
     first partition day raise ``DayBeforeFirstDayError``.
     """
-    if not contract.daily:
-        raise ValueError(f"{contract.name} is a snapshot source; read it with read_snapshot")
-    if end < start:
-        raise ValueError(f"end {end} is before start {start}; the range is [start, end)")
-    days = [start + dt.timedelta(days=i) for i in range((end - start).days)]
-    early = [day for day in days if contract.before_first_day(day)]
-    if early:
-        raise DayBeforeFirstDayError(contract, early)
+    days = window_days(contract, start, end)
     require_settings(spark)
     root = landing_root(landing)
     listed = dict(found) if found is not None else {}

@@ -10,11 +10,9 @@ import dagster as dg
 import pytest
 
 from idem_assets.lake import read_rows
-from idem_assets.lib import source_definitions
-from idem_assets.lib.resources import default_resources
-from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
+from idem_assets.resources import LakeResource
 from idem_assets.sources import LandingSource
-from idem_assets_tests.harness import START, materialization_metadata
+from idem_assets_tests.harness import START, declared_definitions, materialization_metadata
 
 DAY = START.isoformat()
 KEYS = {"one column": ["id"], "three columns": ["region", "id", "line"]}
@@ -57,14 +55,7 @@ def _project(tmp_path, key: list[str], strategy: str) -> tuple[dg.Definitions, L
     header = "region,id,line,qty,changed" + ("" if snapshot else ",day")
     lines = [",".join(map(str, r)) + ("" if snapshot else f",{DAY}") for r in ROWS]
     (folder / "feed-2024-03-01.csv").write_text("\n".join([header, *lines]) + "\n")
-    lake = LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / "lake"))
-    checkpoint = CheckpointResource(url=f"sqlite:///{tmp_path / 'state.db'}")
-    notifier = NotificationResource(base_url="http://127.0.0.1:9", token="unused")
-    defs = dg.Definitions.merge(
-        source_definitions(source),
-        dg.Definitions(resources=default_resources(lake, checkpoint, notifier)),
-    )
-    return defs, lake
+    return declared_definitions([source], landing, tmp_path)
 
 
 def _materialize(defs: dg.Definitions, instance, snapshot: bool) -> dg.ExecuteInProcessResult:

@@ -7,11 +7,14 @@ from pathlib import Path
 import dagster as dg
 
 from idem_assets.lake import read_rows
-from idem_assets.lib import source_definitions
-from idem_assets.lib.resources import default_resources
-from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
+from idem_assets.resources import LakeResource
 from idem_assets.sources import Column, LandingSource, Rule
-from idem_assets_tests.harness import START, check_results, materialization_metadata
+from idem_assets_tests.harness import (
+    START,
+    check_results,
+    declared_definitions,
+    materialization_metadata,
+)
 
 DAY = START.isoformat()
 HEADER = "order_id,customer_id,amount,status,order_date,updated_at"
@@ -105,14 +108,7 @@ def _feed(tmp_path: Path, severity: str) -> tuple[dg.Definitions, LakeResource]:
     folder = landing / "feed" / f"date={DAY}"
     folder.mkdir(parents=True)
     (folder / "a.csv").write_text(f"id,day,qty\n1,{DAY},5\n2,{DAY},70\n3,{DAY},0\n")
-    lake = LakeResource(landing_dir=str(landing), lake_dir=str(tmp_path / "lake"))
-    checkpoint = CheckpointResource(url=f"sqlite:///{tmp_path / 'state.db'}")
-    notifier = NotificationResource(base_url="http://127.0.0.1:9", token="unused")
-    defs = dg.Definitions.merge(
-        source_definitions(source),
-        dg.Definitions(resources=default_resources(lake, checkpoint, notifier)),
-    )
-    return defs, lake
+    return declared_definitions([source], landing, tmp_path)
 
 
 def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:

@@ -19,11 +19,9 @@ import pytest
 
 from idem_assets.lake import fingerprint, read_rows
 from idem_assets.landing import read_snapshot
-from idem_assets.lib import source_definitions
-from idem_assets.lib.resources import default_resources
-from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
 from idem_assets.sample.tpch import scale_text, tpchgen_executable
 from idem_assets.sources.files import declaration_from_mapping
+from idem_assets_tests.harness import declared_definitions
 
 pytestmark = pytest.mark.slow
 
@@ -141,23 +139,10 @@ def test_the_tbl_snapshot_and_days_read_exactly_what_tpchgen_generated(generated
     assert any(c.endswith(" ") for c in want.column("o_comment").to_pylist())
 
 
-def _definitions(landing: Path, lake_dir: Path, state: Path) -> tuple[dg.Definitions, LakeResource]:
-    lake = LakeResource(landing_dir=str(landing), lake_dir=str(lake_dir))
-    resources = default_resources(
-        lake,
-        CheckpointResource(url=f"sqlite:///{state}"),
-        NotificationResource(base_url="http://127.0.0.1:9", token="unused"),
-    )
-    defs = dg.Definitions.merge(
-        *(source_definitions(declaration_from_mapping(d, d["name"])) for d in (CUSTOMER, ORDERS)),
-        dg.Definitions(resources=resources),
-    )
-    return defs, lake
-
-
 def test_the_tbl_sources_through_dagster_rerun_without_a_commit(generated, tmp_path):
     landing, _ = generated
-    defs, lake = _definitions(landing, tmp_path / "lake", tmp_path / "state.db")
+    sources = [declaration_from_mapping(d, d["name"]) for d in (CUSTOMER, ORDERS)]
+    defs, lake = declared_definitions(sources, landing, tmp_path)
     instance = dg.DagsterInstance.ephemeral()
     customer_job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey("tbl_customer")])
     orders_job = defs.resolve_implicit_job_def_def_for_assets([dg.AssetKey("tbl_orders")])
