@@ -106,9 +106,11 @@ run: install dagster-home sample-data tpch-data
 demo: install dagster-home sample-data tpch-data
 	$(PY) -m idem_assets.demo --days $(SAMPLE_DAYS)
 
-## Create/install everything and run the whole test suite.
+## Create/install everything and run the whole test suite, on two workers (a test file
+## each; TEST_WORKERS=0 runs it in one process).
+TEST_WORKERS ?= 2
 test: install browser
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 ## Crash, concurrency, bad-input and security suites, then their report table
 ## (rows in test-artifacts/reliability/make-results.jsonl; see docs/reliability.md).
