@@ -1,5 +1,6 @@
 """The idempotent Delta IO manager and its per-asset write spec."""
 
+from idem_assets.io_manager.delta_modes import MergeConfig, MergeType, SchemaMode, WriteMode
 from idem_assets.io_manager.manager import IdempotentDeltaIOManager, output_window, target_table
 from idem_assets.io_manager.output import StaleSkipError, TableOutput
 from idem_assets.io_manager.spec import WriteSpec
@@ -15,6 +16,10 @@ from idem_assets.io_manager.window import Window
 
 __all__ = [
     "IdempotentDeltaIOManager",
+    "MergeConfig",
+    "MergeType",
+    "SchemaMode",
+    "WriteMode",
     "PreparedBatch",
     "RerunComparison",
     "StaleSkipError",

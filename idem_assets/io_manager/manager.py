@@ -13,13 +13,15 @@ import dagster as dg
 import pyarrow as pa
 from dagster_deltalake import AzureConfig, GcsConfig, LocalConfig, S3Config
 from dagster_deltalake.config import ClientConfig
-from deltalake import DeltaTable
-from pydantic import Field, field_validator
+from deltalake import DeltaTable, WriterProperties
+from pydantic import Field, field_validator, model_validator
 
 from idem_assets.faults import crash_point
+from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode, clause_merge
 from idem_assets.io_manager.engines import is_spark_frame, write_spark
 from idem_assets.io_manager.location import TablePath, dropin_path, lake_path
 from idem_assets.io_manager.metadata import RowCounts, output_metadata
+from idem_assets.io_manager.modes import ModeWrite, write_by_mode
 from idem_assets.io_manager.noop import BY_INPUTS, same_inputs
 from idem_assets.io_manager.output import StaleSkipError, TableOutput
 from idem_assets.io_manager.slices import PartitionSlice, partition_slice, partitions_label
@@ -125,10 +127,28 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         alias="schema",
         description="Schema (parent folder) of every table, as in dagster-deltalake.",
     )
-    mode: str = Field(
-        default="overwrite",
-        description="dagster-deltalake's write mode; only overwrite (replace exactly the "
-        "output's partitions, or its table) keeps a rerun from changing anything.",
+    mode: WriteMode = Field(
+        default=WriteMode.overwrite,
+        description="How outputs are written, as in dagster-delta: overwrite (replace exactly "
+        "the output's partitions, or its table), merge (merge_config), append (exactly once "
+        "per output), error (create; a rerun of the same rows is a no-op), ignore (create "
+        "if absent) or create_or_replace (replace the whole table). An asset's 'mode' "
+        "metadata overrides it. Every mode commits nothing on an unchanged rerun.",
+    )
+    merge_config: MergeConfig | None = Field(
+        default=None,
+        description="dagster-delta's MergeConfig for mode='merge': merge_type, predicate, "
+        "aliases; an asset's 'merge_predicate' and 'merge_operations_config' override it.",
+    )
+    schema_mode: SchemaMode | None = Field(
+        default=None,
+        description="merge: add an output's new columns to the table (stored rows read "
+        "null), in every mode; overwrite: let a replace change the table's columns.",
+    )
+    commit_properties: dict[str, Any] | None = Field(
+        default=None,
+        description="delta-rs CommitProperties fields; custom_metadata entries are added to "
+        "every commit (commit retries stay ours).",
     )
     writer_engine: str = Field(
         default="rust",
@@ -166,17 +186,19 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         "crashed run's record is reconciled this long after it stopped renewing.",
     )
 
-    @field_validator("mode")
+    @field_validator("mode", mode="before")
     @classmethod
-    def _mode(cls, value: str) -> str:
-        mode = getattr(value, "value", value)
-        if mode != "overwrite":
+    def _mode(cls, value: Any) -> WriteMode:
+        return mode_of(value)
+
+    @model_validator(mode="after")
+    def _merge_configured(self) -> "IdempotentDeltaIOManager":
+        if self.mode is WriteMode.merge and self.merge_config is None:
             raise ValueError(
-                f"mode {mode!r} is not idempotent: a rerun would add or keep what it should "
-                "replace. IdempotentDeltaIOManager replaces exactly the output's partitions "
-                "(or its whole table); for exactly-once appends use idem/strategy append"
+                "mode='merge' needs merge_config, e.g. MergeConfig(merge_type=MergeType.upsert, "
+                "predicate='s.id = t.id', source_alias='s', target_alias='t')"
             )
-        return mode
+        return self
 
     # --- where tables are ---------------------------------------------------------------
 
@@ -186,17 +208,20 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
     def _options(self) -> dict[str, str]:
         return storage_option_values(self.storage_options, self.client_options)
 
-    def _path(self, context: dg.OutputContext, spec: WriteSpec) -> TablePath:
+    def _path(self, context: dg.OutputContext, table: str | None) -> TablePath:
         if self._root() is not None:
             located = dropin_path(context, self.schema_)
         else:
             located = lake_path(context)
-        if spec.table:
-            return TablePath(spec.table, located.name)
+        if table:
+            return TablePath(table, located.name)
         return located
 
     def _table(self, context: dg.OutputContext, spec: WriteSpec) -> tuple[LakeTable, str]:
-        located = self._path(context, spec)
+        return self._located(context, spec.table)
+
+    def _located(self, context: dg.OutputContext, table: str | None) -> tuple[LakeTable, str]:
+        located = self._path(context, table)
         root = self._root()
         if root is not None:
             return LakeTable(f"{root}/{located.path}", self._options()), located.name
@@ -210,13 +235,17 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         return CheckpointResource.beside(root) if root is not None else CheckpointResource()
 
     def _commit_extras(self, context: dg.OutputContext) -> dict[str, str]:
-        """The configured commit metadata, overridden by the output's ``custom_metadata``."""
-        metadata = context.definition_metadata or {}
-        own = getattr(metadata.get("custom_metadata"), "value", metadata.get("custom_metadata"))
-        return {
-            **(self.custom_metadata or {}),
-            **({str(k): str(v) for k, v in own.items()} if isinstance(own, dict) else {}),
-        }
+        """The configured commit metadata (``custom_metadata``, and ``commit_properties``'
+        custom_metadata, of the manager and then of the output)."""
+        entries: dict[str, Any] = {}
+        for properties in (self.commit_properties, _setting(context, "commit_properties")):
+            if isinstance(properties, dict) and isinstance(properties.get("custom_metadata"), dict):
+                entries.update(properties["custom_metadata"])
+        entries.update(self.custom_metadata or {})
+        own = _setting(context, "custom_metadata")
+        if isinstance(own, dict):
+            entries.update(own)
+        return {str(k): str(v) for k, v in entries.items()}
 
     # --- writing ------------------------------------------------------------------------
 
@@ -232,7 +261,17 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         ):
             raise unsupported(type(output.rows))
         metadata = context.definition_metadata or {}
-        self._mode(getattr(metadata.get("mode"), "value", metadata.get("mode")) or "overwrite")
+        mode = mode_of(_setting(context, "mode") or self.mode)
+        if mode in (WriteMode.merge, WriteMode.append, WriteMode.error, WriteMode.ignore):
+            self._handle_mode(context, output, mode)
+            return
+        if mode is WriteMode.create_or_replace:
+            if context.has_asset_partitions:
+                raise ValueError(
+                    "mode 'create_or_replace' replaces the whole table, and this output has "
+                    "partitions; use mode 'overwrite' with partition_expr to replace them"
+                )
+            metadata = {**metadata, "idem/strategy": "replace", "idem/allow_empty": True}
         spec = WriteSpec.for_output(metadata, context.has_asset_partitions)
         target, name = self._table(context, spec)
         started = time.perf_counter()
@@ -354,7 +393,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                         settled=settled,
                         conditions=conditions,
                         partition_by=covered.partition_by,
-                        options=self._options_of(),
+                        options=self._options_of(context),
                     )
         except BaseException as error:
             log.fail(claim, error)
@@ -419,12 +458,99 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             metadata["input_signature"] = output.input_signature
         return metadata
 
-    def _options_of(self) -> dict[str, Any]:
+    def _options_of(self, context: dg.OutputContext | None = None) -> dict[str, Any]:
+        schema_mode = _setting(context, "schema_mode") if context else None
         return {
-            "table_config": self.table_config,
-            "writer_properties": self.writer_properties,
-            "evolve_schema": self.overwrite_schema,
+            "table_config": self._table_config(context),
+            "writer_properties": (_setting(context, "writer_properties") if context else None)
+            or self.writer_properties,
+            "evolve_schema": self.overwrite_schema
+            or (schema_mode_of(schema_mode or self.schema_mode) is not None),
         }
+
+    def _table_config(self, context: dg.OutputContext | None) -> dict[str, str] | None:
+        """Table configuration for a table-creating write: the asset's
+        ``table_configuration`` metadata, then the manager's ``table_config`` (as in
+        dagster-delta)."""
+        own = _setting(context, "table_configuration") if context else None
+        merged = {**(own or {}), **(self.table_config or {})}
+        return {str(k): str(v) for k, v in merged.items()} or None
+
+    def _handle_mode(self, context: dg.OutputContext, output: TableOutput, mode: WriteMode) -> None:
+        """An output in one of dagster-delta's merge, append, error or ignore modes."""
+        if output.rows is None or is_spark_frame(output.rows):
+            raise ValueError(
+                f"mode {mode.value!r} writes tables (pyarrow, polars, pandas); "
+                "a Spark DataFrame is written with mode 'overwrite'"
+            )
+        rows = to_arrow(output.rows)
+        metadata = context.definition_metadata or {}
+        expr = getattr(metadata.get("partition_expr"), "value", metadata.get("partition_expr"))
+        table_name = getattr(metadata.get("idem/table"), "value", metadata.get("idem/table"))
+        target, name = self._located(context, table_name)
+        schema_mode = schema_mode_of(_setting(context, "schema_mode") or self.schema_mode)
+        covered = _mode_slice(context, expr, rows.schema)
+        merge = None
+        if mode is WriteMode.merge:
+            if schema_mode is SchemaMode.overwrite:
+                raise ValueError(
+                    "schema_mode 'overwrite' cannot be used with mode 'merge' (a MERGE keeps "
+                    "the table's columns and may add new ones: schema_mode 'merge')"
+                )
+            merge = clause_merge(
+                _setting(context, "merge_config") or self.merge_config,
+                predicate=_setting(context, "merge_predicate"),
+                operations=_setting(context, "merge_operations_config"),
+                merge_schema=schema_mode is SchemaMode.merge,
+            )
+        writer = _setting(context, "writer_properties") or self.writer_properties
+        plan = ModeWrite(
+            mode=mode.value,
+            merge=merge,
+            schema_mode=schema_mode.value if schema_mode else None,
+            scope=covered.conditions,
+            partition_by=covered.partition_by,
+            partitioned=context.has_asset_partitions,
+            writer_properties=WriterProperties(**dict(writer)) if writer else None,
+            table_config=self._table_config(context),
+        )
+        started = time.perf_counter()
+        checkpoint = self._checkpoint()
+        with checkpoint.open() as store:
+            table = target.open()
+            log = LakeWriteLog(store, name, covered.label, context.run_id, self.write_lease_seconds)
+            reconciled = log.reconcile(table)
+            commit_metadata = {
+                **self._commit_extras(context),
+                "idem.asset": name,
+                "idem.window": covered.display,
+                "idem.run_id": context.run_id,
+            }
+            written = write_by_mode(
+                plan,
+                log,
+                name,
+                target,
+                table,
+                covered,
+                rows,
+                commit_metadata,
+                checkpoint_url=checkpoint.resolved_url,
+                lease_seconds=self.write_lease_seconds,
+            )
+        written["write_seconds"] = round(time.perf_counter() - started, 3)
+        written["reconciled_records"] = len(reconciled)
+        written.setdefault("dagster/table_name", name.replace("/", "."))
+        context.add_output_metadata(written)
+        context.log.info(
+            f"{mode.value} {target.uri} {covered.display}: "
+            + (
+                f"committed version {written['delta_version']}"
+                if written["committed"]
+                else f"unchanged, no commit (version {written['delta_version']}, proven by "
+                f"{written['no_op_proof']})"
+            )
+        )
 
     @staticmethod
     def _conditions(
@@ -489,15 +615,30 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
 
     # --- reading ------------------------------------------------------------------------
 
+    def _read_spec(self, upstream: dg.OutputContext, partitioned: bool) -> WriteSpec:
+        """Where the upstream output was written and which column holds its partitions."""
+        metadata = upstream.definition_metadata or {}
+        if _upstream_mode(upstream, self.mode) in (
+            WriteMode.overwrite,
+            WriteMode.create_or_replace,
+        ):
+            return WriteSpec.for_output(metadata, partitioned)
+        expr = getattr(metadata.get("partition_expr"), "value", metadata.get("partition_expr"))
+        table = getattr(metadata.get("idem/table"), "value", metadata.get("idem/table"))
+        return WriteSpec(
+            strategy="append",
+            dedupe=False,
+            partition_expr=dict(expr) if isinstance(expr, dict) else expr,
+            table=table,
+        )
+
     def load_input(self, context: dg.InputContext) -> Any:
         """The upstream rows of the input's (mapped) partitions, as the input's annotation."""
         upstream = context.upstream_output
         assert upstream is not None
         kind = context.dagster_type.typing_type
         as_type(pa.table({}), kind)  # an unsupported annotation fails before any read
-        spec = WriteSpec.for_output(
-            upstream.definition_metadata or {}, context.has_asset_partitions
-        )
+        spec = self._read_spec(upstream, context.has_asset_partitions)
         target, _ = self._table(upstream, spec)
         table = target.open()
         columns = _columns(context)
@@ -517,6 +658,59 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             return as_type(wanted.empty_table(), kind)
         rows = read_rows(table, ranges=covered.conditions, columns=columns)
         return as_type(rows, kind)
+
+
+def _upstream_mode(upstream: dg.OutputContext, default: WriteMode) -> WriteMode:
+    metadata = upstream.definition_metadata or {}
+    return mode_of(getattr(metadata.get("mode"), "value", metadata.get("mode")) or default)
+
+
+def mode_of(value: Any) -> WriteMode:
+    """A write mode from its value or name; an unknown one is a clear error."""
+    raw = getattr(value, "value", value)
+    for mode in WriteMode:
+        if raw in (mode, mode.value, mode.name):
+            return mode
+    raise ValueError(f"unknown mode {raw!r}: one of {', '.join(m.value for m in WriteMode)}")
+
+
+def schema_mode_of(value: Any) -> SchemaMode | None:
+    """A schema mode from its value or name (None when unset)."""
+    raw = getattr(value, "value", value)
+    if raw is None:
+        return None
+    for mode in SchemaMode:
+        if raw in (mode, mode.value, mode.name):
+            return mode
+    raise ValueError(f"unknown schema_mode {raw!r}: one of overwrite, merge")
+
+
+def _setting(context: dg.OutputContext, key: str) -> Any:
+    """A per-output setting as dagster-delta finds it: the output's runtime metadata, then
+    its definition metadata (MetadataValue unwrapped)."""
+    for source in (_runtime_metadata(context), context.definition_metadata or {}):
+        if key in source:
+            value = source[key]
+            value = getattr(value, "value", value) if isinstance(value, dg.MetadataValue) else value
+            return dict(value) if isinstance(value, dict) else value
+    return None
+
+
+def _runtime_metadata(context: dg.OutputContext) -> dict[str, Any]:
+    try:
+        return dict(context.output_metadata or {})
+    except Exception:  # no runtime metadata outside a step (build_output_context)
+        return {}
+
+
+def _mode_slice(context: dg.OutputContext, expr: Any, schema: pa.Schema) -> PartitionSlice:
+    """The partitions of an output in a dagster-delta mode (whole table when none)."""
+    if not context.has_asset_partitions:
+        return PartitionSlice.whole_table()
+    if expr:
+        return partition_slice(context, expr, _arrow_type_of(schema))
+    label, days = partitions_label(context)
+    return PartitionSlice((), (), label, days)
 
 
 def _schema_of(output: TableOutput, table: DeltaTable | None) -> pa.Schema | None:
