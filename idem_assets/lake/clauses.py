@@ -389,10 +389,12 @@ def plan_changes(
             )
         )
     if "when_matched_update_all" in kinds:
-        # Matched rows whose every column already equals the stored one are not sent.
-        compared = [c for c in incoming.columns if c in stored.columns]
+        # Matched rows whose every column already equals the stored one are not sent; a
+        # column the table does not have yet (schema_mode merge) reads null there.
+        new = [c for c in incoming.columns if c not in stored.columns]
+        known = stored.with_columns(pl.lit(None, incoming.schema[c]).alias(c) for c in new)
         differing = incoming.join(
-            stored.select(compared), on=compared, how="anti", nulls_equal=True
+            known.select(incoming.columns), on=incoming.columns, how="anti", nulls_equal=True
         )
         parts.append(
             differing.join(key_frame, on=source_keys, how="semi").with_columns(

@@ -272,6 +272,7 @@ def test_schema_mode_merge_adds_new_columns_in_merge_mode(tmp_path: Path) -> Non
     assert _run(items, ours).success and _run(items, theirs).success
     stored = {r["id"]: r for r in _stored(tmp_path / "ours")}
     assert stored[3]["note"] == "n3" and stored[1]["note"] is None and stored[3]["b"] == 31
+    assert stored[2]["note"] == "n2"  # its other values unchanged: the new column alone
     # dagster-delta's table never gets the column.
     assert "note" not in DeltaTable(str(tmp_path / "theirs/shop/items")).schema().to_arrow().names
     version = _version(tmp_path / "ours")
@@ -417,3 +418,26 @@ def test_sigkill_after_commit_converges_without_a_second_commit(tmp_path: Path, 
         key=lambda r: r["id"],
     )
     assert stored == rows
+
+
+def test_a_first_partitioned_merge_creates_the_table_laid_out_by_its_partitions(
+    tmp_path: Path,
+) -> None:
+    config = MergeConfig(
+        merge_type=MergeType.upsert, predicate="s.id = t.id", source_alias="s", target_alias="t"
+    )
+    manager = _ours(tmp_path, mode="merge", merge_config=config)
+    by_day = {"2024-01-01": FIRST, "2024-01-02": SECOND}
+    first = _run(
+        _daily(by_day, table_configuration={"delta.appendOnly": "false"}),
+        manager,
+        partition_key="2024-01-01",
+    )
+    table = DeltaTable(str(tmp_path / "shop/items"))
+    assert table.version() == 0 and table.metadata().partition_columns == ["day"]
+    assert table.metadata().configuration == {"delta.appendOnly": "false"}
+    assert _metadata(first)["rows_inserted"] == len(FIRST)
+    # The second day merges within its own partition: day 1's rows are not touched.
+    second = _run(_daily(by_day), manager, partition_key="2024-01-02")
+    assert _metadata(second)["merge_stats"]["num_target_files_removed"] == 0
+    assert len(_stored(tmp_path)) == len(FIRST) + len(SECOND)
