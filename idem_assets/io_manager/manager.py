@@ -22,7 +22,7 @@ from idem_assets.io_manager.engines import is_spark_frame, write_spark
 from idem_assets.io_manager.location import TablePath, dropin_path, lake_path
 from idem_assets.io_manager.metadata import RowCounts, output_metadata
 from idem_assets.io_manager.modes import ModeWrite, write_by_mode
-from idem_assets.io_manager.noop import BY_INPUTS, same_inputs
+from idem_assets.io_manager.noop import same_inputs
 from idem_assets.io_manager.output import StaleSkipError, TableOutput
 from idem_assets.io_manager.slices import PartitionSlice, partition_slice, partitions_label
 from idem_assets.io_manager.spec import WriteSpec
@@ -39,6 +39,7 @@ from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat
 from idem_assets.lake import (
     Fingerprint,
     LakeTable,
+    Proof,
     WriteResult,
     date_range,
     read_rows,
@@ -601,7 +602,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             target.uri,
             table.version(),
             Fingerprint(settled.rows, ""),
-            details={"proven_by": BY_INPUTS},
+            proof=Proof.INPUTS,
         )
         metadata = output_metadata(
             spec,

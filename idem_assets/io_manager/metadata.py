@@ -7,9 +7,8 @@ from typing import Any
 
 import dagster as dg
 
-from idem_assets.io_manager.noop import BY_INPUTS, proof_of
 from idem_assets.io_manager.spec import WriteSpec
-from idem_assets.lake import WriteResult
+from idem_assets.lake import Proof, WriteResult
 
 
 @dataclass(frozen=True)
@@ -41,9 +40,9 @@ def output_metadata(
 
     ``fingerprint`` overrides the result's (a skip reports the settled write's as stored).
     """
-    proof = proof_of(result)
+    proof = result.proof
     # A skip on unchanged inputs ran no writer: it has no write counts to report.
-    wrote = proof != BY_INPUTS
+    wrote = proof is not Proof.INPUTS
     metadata: dict[str, Any] = {"strategy": spec.strategy}
     if engine is not None:
         metadata["engine"] = engine
@@ -73,5 +72,5 @@ def output_metadata(
     # How a no-op was proven: "checkpoint" (files unchanged since the last settled write,
     # no data read), "inputs" (the same, with unchanged inputs: nothing computed) or
     # "content" (compared with the stored rows).
-    metadata["no_op_proof"] = proof
+    metadata["no_op_proof"] = proof.value
     return metadata

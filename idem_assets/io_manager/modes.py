@@ -24,17 +24,15 @@ import pyarrow as pa
 from deltalake import DeltaTable, Transaction, WriterProperties, write_deltalake
 
 from idem_assets.faults import crash_point
-from idem_assets.io_manager.noop import BY_CHECKPOINT, unchanged_since
+from idem_assets.io_manager.noop import unchanged_since
 from idem_assets.io_manager.slices import PartitionSlice
 from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat
-from idem_assets.lake import Fingerprint, LakeTable, WriteResult, fingerprint, read_rows
+from idem_assets.lake import Fingerprint, LakeTable, Proof, WriteResult, fingerprint, read_rows
 from idem_assets.lake.clauses import ClauseMerge, MergeConfigError, merge_by_clauses
 from idem_assets.lake.predicates import Condition
 from idem_assets.lake.tables import commit_properties, slice_signature, with_commit_retries
 
 APPEND_ID_KEY = "idem.append_id"
-BY_TXN = "txn"  # an append whose txn id the table already holds, with the same rows
-BY_IGNORE = "ignore"  # mode ignore: the table exists, nothing is written
 
 
 class AppendConflictError(RuntimeError):
@@ -87,7 +85,7 @@ def write_by_mode(
         and unchanged_since(settled, table, conditions)
     ):
         result = WriteResult.unchanged(
-            plan.mode, target.uri, table.version(), content, details={"proven_by": BY_CHECKPOINT}
+            plan.mode, target.uri, table.version(), content, proof=Proof.CHECKPOINT
         )
         claim = log.begin({"window": covered.display, "mode": plan.mode})
     else:
@@ -185,7 +183,8 @@ def _append(
                 table.version(),
                 content,
                 attempts=number + 1,
-                details={"proven_by": BY_TXN, "txn_app_id": app_id},
+                proof=Proof.TXN,
+                details={"txn_app_id": app_id},
             )
         if table is None:
             write_deltalake(
@@ -249,11 +248,16 @@ def _create_once(
                     target.uri,
                     table.version(),
                     content,
-                    details={"proven_by": BY_IGNORE},
+                    proof=Proof.TABLE_EXISTS,
                 )
             if fingerprint(read_rows(table)) == content:
                 return WriteResult.unchanged(
-                    "error", target.uri, table.version(), content, attempts=number + 1
+                    "error",
+                    target.uri,
+                    table.version(),
+                    content,
+                    proof=Proof.CONTENT,
+                    attempts=number + 1,
                 )
             raise FileExistsError(
                 f"mode='error': a Delta table already exists at {target.uri} and holds other "
@@ -289,7 +293,6 @@ def _metadata(
     rows: pa.Table,
     stored: DeltaTable | None,
 ) -> dict[str, Any]:
-    proof = "" if result.committed else str(result.details.get("proven_by", "content"))
     metadata: dict[str, Any] = {
         "mode": plan.mode,
         "table_uri": dg.MetadataValue.path(result.table_uri),
@@ -303,7 +306,7 @@ def _metadata(
         "rows_inserted": result.rows_inserted,
         "rows_updated": result.rows_updated,
         "rows_deleted": result.rows_deleted,
-        "no_op_proof": proof,
+        "no_op_proof": result.proof.value,
     }
     stats = result.details.get("merge_stats")
     if stats is not None:

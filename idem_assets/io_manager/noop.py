@@ -17,13 +17,8 @@ from collections.abc import Callable, Sequence
 from deltalake import DeltaTable
 
 from idem_assets.io_manager.tracking import SettledWrite
-from idem_assets.lake import Fingerprint, WriteResult, slice_signature
+from idem_assets.lake import Fingerprint, slice_signature
 from idem_assets.lake.predicates import Condition
-
-# How a no-op was proven (the ``no_op_proof`` metadata; "" when the write committed).
-BY_CHECKPOINT = "checkpoint"  # same fingerprint, files unchanged: no data read
-BY_INPUTS = "inputs"  # same input signature, files unchanged: nothing computed or written
-BY_CONTENT = "content"  # the writer compared the new rows with the stored ones
 
 
 def unchanged_since(
@@ -65,8 +60,3 @@ def same_inputs(
         and settled.input_signature == input_signature
         and unchanged_since(settled, open_table())
     )
-
-
-def proof_of(result: WriteResult) -> str:
-    """How a write's no-op was proven: "" when it committed, else the writer's proof."""
-    return "" if result.committed else str(result.details.get("proven_by", BY_CONTENT))

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from idem_assets.io_manager.noop import BY_CHECKPOINT, same_content
+from idem_assets.io_manager.noop import same_content
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.tracking import SettledWrite
 from idem_assets.io_manager.window import Window
@@ -19,6 +19,7 @@ from idem_assets.lake import (
     Fingerprint,
     LakeTable,
     PendingFingerprint,
+    Proof,
     WriteOptions,
     WriteResult,
     count_row_differences,
@@ -134,7 +135,8 @@ def write(
                 target.uri,
                 table.version(),
                 batch_fp,
-                details={"proven_by": BY_CHECKPOINT, "record": settled.record_id},
+                proof=Proof.CHECKPOINT,
+                details={"record": settled.record_id},
             )
     if spec.strategy == "overwrite":
         if not conditions:

@@ -19,7 +19,7 @@ from idem_assets.lake.overwrite import (
 )
 from idem_assets.lake.predicates import In, OneOf, Range, UnsafePredicateError, date_range
 from idem_assets.lake.replace import replace_table
-from idem_assets.lake.result import WriteResult
+from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import (
     LakeTable,
     SchemaMismatchError,
@@ -40,6 +40,7 @@ __all__ = [
     "In",
     "OneOf",
     "PartitionMismatchError",
+    "Proof",
     "Range",
     "UnsafePredicateError",
     "WriteResult",

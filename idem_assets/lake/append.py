@@ -10,7 +10,7 @@ from deltalake import DeltaTable, Transaction, write_deltalake
 
 from idem_assets.lake.fingerprint import fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
-from idem_assets.lake.result import WriteResult
+from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import (
     LakeTable,
     commit_properties,
@@ -75,6 +75,7 @@ def append_exactly_once(
                 target.uri,
                 table.version(),
                 batch_fp,
+                proof=Proof.TXN,
                 attempts=number + 1,
                 details={"txn_version": done},
             )

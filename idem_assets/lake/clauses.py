@@ -31,7 +31,7 @@ from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.predicates import Condition, Range, all_of, conjunction, quote_identifier
-from idem_assets.lake.result import WriteResult
+from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import (
     LakeTable,
     commit_properties,
@@ -302,9 +302,9 @@ def _planned(
             target.uri,
             table.version(),
             batch_fp,
+            proof=Proof.CONTENT,
             attempts=number + 1,
             details={
-                "proven_by": "content",
                 "merge_stats": {"num_source_rows": rows.num_rows, "num_changed_rows": 0},
             },
         )
@@ -504,8 +504,9 @@ def _result(
             target.uri,
             table.version(),
             batch_fp,
+            proof=Proof.CONTENT,
             attempts=number + 1,
-            details={"proven_by": "content", "merge_stats": stats},
+            details={"merge_stats": stats},
         )
     return WriteResult.written(
         STRATEGY,

@@ -16,7 +16,7 @@ from idem_assets.lake.dedupe import DedupeResult, dedupe_newest, survivors
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
 from idem_assets.lake.predicates import Range, all_of, quote_identifier
-from idem_assets.lake.result import WriteResult
+from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import (
     LakeTable,
     commit_properties,
@@ -174,7 +174,13 @@ def merge_upsert(
         plan = plan_merge(table, batch, key, version_column, prune_columns)
         if plan.changes == 0:
             return WriteResult.unchanged(
-                STRATEGY, target.uri, table.version(), batch_fp, attempts=number + 1, details=extra
+                STRATEGY,
+                target.uri,
+                table.version(),
+                batch_fp,
+                proof=Proof.CONTENT,
+                attempts=number + 1,
+                details=extra,
             )
         crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
         metrics = _execute(table, plan, key, version_column, prune_columns, metadata)

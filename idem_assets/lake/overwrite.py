@@ -19,7 +19,7 @@ from idem_assets.lake.fingerprint import (
 )
 from idem_assets.lake.frames import FrameLike, conform, nullable, to_arrow
 from idem_assets.lake.predicates import Condition, In, OneOf, conjunction, date_range
-from idem_assets.lake.result import WriteResult
+from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import (
     commit_overwrite,
     discard_unless_committed,
@@ -124,7 +124,12 @@ def overwrite_slice(
             if skip_unchanged and empty and rows.num_rows == 0:
                 # Nothing stored there and nothing to store: already the wanted state.
                 return WriteResult.unchanged(
-                    STRATEGY, target.uri, table.version(), resolve(pending), attempts=number + 1
+                    STRATEGY,
+                    target.uri,
+                    table.version(),
+                    resolve(pending),
+                    proof=Proof.CONTENT,
+                    attempts=number + 1,
                 )
             if (
                 skip_unchanged
@@ -132,7 +137,12 @@ def overwrite_slice(
                 and (fingerprint(read_rows(table, ranges=conditions)) == resolve(pending))
             ):
                 return WriteResult.unchanged(
-                    STRATEGY, target.uri, table.version(), resolve(pending), attempts=number + 1
+                    STRATEGY,
+                    target.uri,
+                    table.version(),
+                    resolve(pending),
+                    proof=Proof.CONTENT,
+                    attempts=number + 1,
                 )
             evolve = options.evolve_schema and set(rows.column_names) - set(
                 table_schema(table).names
@@ -238,9 +248,9 @@ def overwrite_stream(
         table = target.open()
         if table is not None and skip_unchanged:
             proven = (
-                "checkpoint"
+                Proof.CHECKPOINT
                 if unchanged is not None and unchanged(table, new_fp)
-                else ("content" if slice_fingerprint(table, rng) == new_fp else "")
+                else (Proof.CONTENT if slice_fingerprint(table, rng) == new_fp else Proof.NONE)
             )
             if proven:
                 staged.discard()
@@ -249,8 +259,9 @@ def overwrite_stream(
                     target.uri,
                     table.version(),
                     new_fp,
+                    proof=proven,
                     attempts=number + 1,
-                    details={"proven_by": proven, "streamed": True},
+                    details={"streamed": True},
                 )
         version = commit_overwrite(target, table, staged, schema, start, end, properties)
         return WriteResult.written(

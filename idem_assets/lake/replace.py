@@ -10,7 +10,7 @@ from deltalake import write_deltalake
 
 from idem_assets.lake.fingerprint import Fingerprint, PendingFingerprint, fingerprint, resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
-from idem_assets.lake.result import WriteResult
+from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import (
     DEFAULT_OPTIONS,
     LakeTable,
@@ -55,7 +55,12 @@ def replace_table(
         table = target.open()
         if table is not None and fingerprint(read_rows(table)) == resolve(pending):
             return WriteResult.unchanged(
-                STRATEGY, target.uri, table.version(), resolve(pending), attempts=number + 1
+                STRATEGY,
+                target.uri,
+                table.version(),
+                resolve(pending),
+                proof=Proof.CONTENT,
+                attempts=number + 1,
             )
         if table is None:
             write_deltalake(

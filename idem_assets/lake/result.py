@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from idem_assets.lake.fingerprint import Fingerprint
+
+
+class Proof(StrEnum):
+    """How a write that committed nothing knew it had nothing to commit.
+
+    Shown as the ``no_op_proof`` metadata (the empty string for a write that committed).
+    """
+
+    NONE = ""  # it committed
+    CHECKPOINT = "checkpoint"  # same rows as the last settled write, its files untouched
+    INPUTS = "inputs"  # same inputs as the last settled write: nothing computed or written
+    CONTENT = "content"  # the new rows compared with the stored ones (or the merge planned)
+    TXN = "txn"  # an append whose Delta txn id the table already holds, with the same rows
+    TABLE_EXISTS = "ignore"  # mode ignore: the table exists, so nothing is written
 
 
 @dataclass(frozen=True)
@@ -27,6 +42,7 @@ class WriteResult:
     rows_deleted: int = 0
     attempts: int = 1
     details: dict[str, Any] = field(default_factory=dict)
+    proof: Proof = Proof.NONE
 
     @classmethod
     def unchanged(
@@ -36,10 +52,13 @@ class WriteResult:
         version: int,
         fingerprint: Fingerprint,
         *,
+        proof: Proof,
         attempts: int = 1,
         details: Mapping[str, Any] | None = None,
     ) -> WriteResult:
         """A write that found its content already stored and committed nothing."""
+        if proof is Proof.NONE:
+            raise ValueError("an unchanged write names how it was proven")
         return cls(
             strategy,
             table_uri,
@@ -49,6 +68,7 @@ class WriteResult:
             fingerprint,
             attempts=attempts,
             details=dict(details or {}),
+            proof=proof,
         )
 
     @classmethod

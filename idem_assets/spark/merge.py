@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
-from idem_assets.lake.result import WriteResult
+from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import (
     create_table,
     discard_unless_committed,
@@ -178,6 +178,7 @@ def merge_partitions_spark(
                 target.uri,
                 table.version(),
                 batch_fp,
+                proof=Proof.CONTENT,
                 attempts=number + 1,
                 details=details,
             )
@@ -211,6 +212,7 @@ def merge_partitions_spark(
                     target.uri,
                     table.version(),
                     batch_fp,
+                    proof=Proof.CONTENT,
                     attempts=number + 1,
                     details=details,
                 )

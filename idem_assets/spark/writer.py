@@ -20,7 +20,7 @@ from idem_assets.lake.append import already_committed
 from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
 from idem_assets.lake.predicates import Range, date_range
-from idem_assets.lake.result import WriteResult
+from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import (
     StagedWrite,
     commit_overwrite,
@@ -108,6 +108,7 @@ def overwrite_partitions_spark(
             target.uri,
             table.version(),
             spark_fingerprint(rows),
+            proof=Proof.TXN,
             details={"engine": "spark", "txn_version": done},
         )
     if table is not None:
@@ -128,6 +129,7 @@ def overwrite_partitions_spark(
                 target.uri,
                 table.version(),
                 new_fp,
+                proof=Proof.CONTENT,
                 attempts=number + 1,
                 details={"engine": "spark"},
             )
@@ -184,6 +186,7 @@ def append_spark(
             target.uri,
             table.version(),
             spark_fingerprint(rows),
+            proof=Proof.TXN,
             details={"engine": "spark", "txn_version": done},
         )
     if table is not None:
@@ -202,6 +205,7 @@ def append_spark(
                 target.uri,
                 table.version(),
                 batch_fp,
+                proof=Proof.TXN,
                 attempts=number + 1,
                 details={"engine": "spark", "txn_version": committed},
             )

@@ -66,7 +66,7 @@ def test_rerun_of_the_same_stream_commits_nothing(tmp_path):
     first = _write(target, _days(10))
     again = _write(target, _days(10))
     assert first.committed and not again.committed
-    assert again.details["proven_by"] == "content" and again.fingerprint == first.fingerprint
+    assert again.proof == "content" and again.fingerprint == first.fingerprint
     assert DeltaTable(target.uri).version() == 0
     assert _staging_folders(target) == [_staging_folders(target)[0]]  # only the committed one
 
