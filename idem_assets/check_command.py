@@ -33,6 +33,8 @@ from typing import Any
 
 import dagster as dg
 
+from idem_assets.partitions import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
+
 _RANGE = "..."
 # Dagster's own variable for where its instance lives (see idem_assets.resources).
 DAGSTER_HOME_ENV = "DAGSTER_HOME"
@@ -47,11 +49,6 @@ _KEY_METADATA = (
     "stored_rows",
     "rows_checked",
 )
-_TAGS = {
-    "range_start": "dagster/asset_partition_range_start",
-    "range_end": "dagster/asset_partition_range_end",
-    "partition": "dagster/partition",
-}
 
 
 class CheckCommandError(Exception):
@@ -157,8 +154,8 @@ def _partition_tags(partition: str | None, partition_range: str | None) -> dict[
             raise CheckCommandError(
                 f"--partition-range wants FIRST{_RANGE}LAST, got {partition_range!r}"
             )
-        return {_TAGS["range_start"]: first, _TAGS["range_end"]: last}
-    return {_TAGS["partition"]: partition} if partition else {}
+        return {RANGE_START_TAG: first, RANGE_END_TAG: last}
+    return {PARTITION_TAG: partition} if partition else {}
 
 
 def _groups(

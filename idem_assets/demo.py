@@ -25,6 +25,7 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 from idem_assets.definitions import defs  # noqa: E402
 from idem_assets.lake import fingerprint, read_rows  # noqa: E402
 from idem_assets.landing import list_days  # noqa: E402
+from idem_assets.partitions import RANGE_END_TAG, RANGE_START_TAG  # noqa: E402
 from idem_assets.resources import LakeResource  # noqa: E402
 from idem_assets.sample.sources import DEFS_DIR, ORDERS  # noqa: E402
 from idem_assets.sources import load_source  # noqa: E402
@@ -34,8 +35,6 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 TABLES = ("orders", "customers", "events", "daily_sales", "product_catalog", "quarantine")
 TPCH_DAILY = ("tpch_orders", "tpch_lineitem")
 TPCH_TABLES = (*TPCH_DAILY, "tpch_customer")
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,12 @@ def daily_partitions(first_day: dt.date) -> dg.DailyPartitionsDefinition:
 # One run materializes a whole backfill range in one Delta commit per asset.
 SINGLE_RUN_BACKFILL = dg.BackfillPolicy.single_run()
 
+# The run tags that say which partitions a run covers: one partition, or a single-run
+# backfill's range (Dagster's own tag names).
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
 
 class _HasTimeWindow(Protocol):
     @property

@@ -71,3 +71,48 @@ def test_the_probe_sees_dagster_where_it_is_imported():
     done = run_python("-c", _PROBE, "idem_assets.lib.spark")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dagster_pyspark" in json.loads(done.stdout)
+
+
+def _lib_imports() -> dict[str, set[str]]:
+    """Each lib module's imports of other lib modules, and where they are (top or inside)."""
+    import ast
+    from pathlib import Path
+
+    import idem_assets.lib
+
+    root = Path(idem_assets.lib.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        name = ".".join(("idem_assets.lib", *parts)).removesuffix(".__init__")
+        tree = ast.parse(path.read_text())
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "idem_assets.lib"
+            ):
+                found.add(node.module or "")
+        graph[name] = found
+    return graph
+
+
+def test_lib_imports_form_no_circle():
+    """No module of lib/ reaches itself through its imports (imports inside functions too;
+    the one pair that names each other for type hints only is allowed)."""
+    graph = _lib_imports()
+    typing_only = {("idem_assets.lib.asset_def", "idem_assets.lib.checks.base")}
+
+    def reaches(start: str, node: str, seen: set[str]) -> bool:
+        for nxt in graph.get(node, ()):
+            if (node, nxt) in typing_only or nxt in ("idem_assets.lib",):
+                continue
+            if nxt == start:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                if reaches(start, nxt, seen):
+                    return True
+        return False
+
+    circles = [name for name in graph if reaches(name, name, set())]
+    assert circles == [], f"import circles through {circles}"

@@ -1,111 +1,20 @@
-"""What every lake asset declares once, so its asset, IO manager and checks agree."""
+"""The asset of a lake table: ``lake_asset`` turns a ``LakeAssetDef`` into a Dagster asset
+written by the IO manager, with its checks evaluated per partition in the same step."""
 
 from __future__ import annotations
 
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import dagster as dg
-import pyarrow as pa
-from pydantic import Field
 
-from idem_assets.io_manager import Window, WriteSpec
-from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.rules import ValueRule
+from idem_assets.lib.asset_def import KINDS, LAKE_IO_MANAGER_KEY, LakeAssetDef
+from idem_assets.lib.checks.base import check_outputs, check_specs, evaluate_checks
+from idem_assets.lib.checks.factory import standard_checks
 from idem_assets.partitions import SINGLE_RUN_BACKFILL
 from idem_assets.resources import LakeResource
-
-if TYPE_CHECKING:
-    from idem_assets.lib.checks.base import LakeCheck
-
-LAKE_IO_MANAGER_KEY = "lake_io"
-# Asset metadata naming the columns the maintenance job Z-orders a table by.
-Z_ORDER_KEY = "idem_maintenance/z_order"
-KINDS = {"deltalake", "polars"}
-
-# Pure recomputation of an asset's output rows for a window, before deduplication:
-# the asset returns it and the rerun-equality check compares it with the table.
-Compute = Callable[[LakeResource, Window], pa.Table]
-
-
-@dataclass(frozen=True)
-class LakeAssetDef:
-    """An asset's table contract: name, write spec, schema and how to recompute it."""
-
-    name: str
-    spec: WriteSpec
-    schema: pa.Schema
-    compute: Compute
-    column_descriptions: dict[str, str]
-    # The landing source the asset loads, if any (enables the conservation check).
-    landing_source: SourceContract | None = None
-    # Columns derived from the landing rows before writing (e.g. a partition column),
-    # on the local engine and on Spark (a function of a Spark DataFrame).
-    derive: Callable[[pa.Table], pa.Table] | None = None
-    derive_spark: Callable[[Any], Any] | None = None
-    # Bump when the transform changes: reruns skip only on unchanged inputs AND code.
-    code_version: str = "1"
-    # Daily partitions of the asset (None: an unpartitioned table).
-    partitions_def: dg.PartitionsDefinition | None = None
-    group_name: str = "lake"
-    owners: tuple[str, ...] = ()
-    # Value rules reported by checks (warn / error), over the rows the asset writes.
-    value_rules: tuple[ValueRule, ...] = ()
-    # The quarantine_share check warns above this share of a day's raw rows.
-    quarantine_share: float = 0.01
-    # Checks beyond the standard ones (rerun equality, unique key, landing checks).
-    checks: tuple[LakeCheck, ...] = ()
-    # Blocking checks: a failed ERROR check fails the step and stops downstream assets.
-    blocking_checks: bool = False
-    # When the asset runs by itself (declarative automation), e.g. lib.automation's.
-    automation_condition: dg.AutomationCondition | None = None
-    # Columns the maintenance job Z-orders the table by (none: plain compaction).
-    z_order: tuple[str, ...] = ()
-
-    @property
-    def pool(self) -> str:
-        """The concurrency pool of the table's writers: with a limit of 1 (dagster.yaml),
-        two runs writing it queue instead of racing for the commit."""
-        return f"lake/{self.name}"
-
-    @property
-    def key(self) -> dg.AssetKey:
-        """The asset key (equal to the table path)."""
-        return dg.AssetKey(self.name)
-
-    def metadata(self) -> dict[str, Any]:
-        """Definition metadata: the write spec plus a column schema for the UI."""
-        columns = [
-            dg.TableColumn(
-                name=field.name,
-                type=str(field.type),
-                description=self.column_descriptions.get(field.name),
-                constraints=dg.TableColumnConstraints(
-                    nullable=field.nullable, unique=(self.spec.natural_key == (field.name,))
-                ),
-            )
-            for field in self.schema
-        ]
-        z_order = {Z_ORDER_KEY: list(self.z_order)} if self.z_order else {}
-        return {
-            **self.spec.to_metadata(),
-            "dagster/column_schema": dg.TableSchema(columns=columns),
-            "dagster/table_name": self.name,
-            **z_order,
-        }
-
-
-class EngineConfig(dg.Config):
-    """Where an asset's heavy transforms run, chosen per run (or per deployment)."""
-
-    engine: Literal["local", "spark"] = Field(
-        default="local",
-        description="local: Arrow/Polars in the run process. spark: executors read the landing "
-        "files, deduplicate and write Parquet; delta-rs commits (see docs/spark.md).",
-    )
 
 
 def lake_asset(
@@ -125,9 +34,6 @@ def lake_asset(
     stored table and writes nothing. Partitioned assets get a single-run backfill policy,
     so a backfill range is one run and one Delta commit per table.
     """
-    from idem_assets.lib.checks.base import check_outputs, check_specs, evaluate_checks
-    from idem_assets.lib.checks.factory import standard_checks
-
     checks = standard_checks(definition)
     blocking = definition.blocking_checks
     daily = definition.partitions_def is not None

@@ -25,7 +25,7 @@ from idem_assets.landing.files import (
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, replace_quarantine
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.landing.store import LandingRoot
-from idem_assets.lib.lake_asset import LakeAssetDef
+from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.landing_report import (
     add_asset_metadata,
     landing_metadata,

@@ -22,7 +22,7 @@ from idem_assets.lake.maintenance import (
     vacuum,
 )
 from idem_assets.landing.quarantine import QUARANTINE_TABLE
-from idem_assets.lib.lake_asset import Z_ORDER_KEY
+from idem_assets.lib.asset_def import Z_ORDER_KEY
 from idem_assets.resources import LakeResource
 
 

@@ -9,7 +9,7 @@ A project that declares its own sources merges them into its definitions::
 from __future__ import annotations
 
 from idem_assets.io_manager import IdempotentDeltaIOManager
-from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY
+from idem_assets.lib.asset_def import LAKE_IO_MANAGER_KEY
 from idem_assets.resources import (
     CheckpointResource,
     LakeResource,

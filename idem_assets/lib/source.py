@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from idem_assets.io_manager import TableOutput, Window, WriteSpec
-from idem_assets.lib.lake_asset import EngineConfig, LakeAssetDef, lake_asset
+from idem_assets.lib.asset_def import EngineConfig, LakeAssetDef
+from idem_assets.lib.lake_asset import lake_asset
 from idem_assets.lib.landing_io import landing_output, read_landing
 from idem_assets.lib.sensors import daily_landing_sensor, snapshot_landing_sensor
 from idem_assets.partitions import daily_partitions, partition_dates

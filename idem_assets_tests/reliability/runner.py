@@ -29,7 +29,7 @@ from dagster_deltalake import S3Config
 
 from idem_assets.definitions import build_definitions
 from idem_assets.io_manager import IdempotentDeltaIOManager
-from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY
+from idem_assets.lib.asset_def import LAKE_IO_MANAGER_KEY
 from idem_assets.notify import NOTIFY_TOKEN_ENV
 from idem_assets.resources import (
     CheckpointResource,

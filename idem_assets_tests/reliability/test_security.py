@@ -13,7 +13,7 @@ from idem_assets.checkpoint import open_store
 from idem_assets.io_manager import WriteSpec
 from idem_assets.landing import list_days
 from idem_assets.lib import source_sensor
-from idem_assets.lib.lake_asset import LAKE_IO_MANAGER_KEY
+from idem_assets.lib.asset_def import LAKE_IO_MANAGER_KEY
 from idem_assets.lib.resources import default_resources
 from idem_assets.notify import NOTIFY_TOKEN_ENV, Faults, NotificationServer
 from idem_assets.partitions import daily_partitions

@@ -28,7 +28,7 @@ from idem_assets.partitions import window_dates
 from idem_assets.resources import LakeResource
 
 if TYPE_CHECKING:
-    from idem_assets.lib.lake_asset import LakeAssetDef
+    from idem_assets.lib.asset_def import LakeAssetDef
 
 # Evaluates the selected checks of one LakeCheck over one partition's window.
 Evaluate = Callable[

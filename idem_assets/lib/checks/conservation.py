@@ -7,7 +7,7 @@ from idem_assets.io_manager.strategies import slice_conditions
 from idem_assets.lake import read_rows
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
 from idem_assets.landing.reader import LandingBatch
-from idem_assets.lib.lake_asset import LakeAssetDef
+from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.resources import LakeResource
 
 CONSERVATION = "conservation"

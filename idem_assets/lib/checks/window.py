@@ -1,20 +1,17 @@
-"""The day range a check run covers, read from the run it belongs to.
+"""The day range a standalone check covers, read from the run it belongs to.
 
-Checks are declared without a partitions definition: Dagster 1.13 cannot attribute a
-single-run backfill's check results to partitions (the UI would list them as skipped),
-whereas an unpartitioned check's result is the asset's latest, whatever the run covered.
-The window comes from the run's partition tags — one partition, or a backfill range —
-and a check launched on its own covers the asset's latest materialized partition.
+For a plain ``@asset_check`` of a partitioned asset that is not a lake asset (the
+notifications' delivery checks): it is declared without partitions, so its result is the
+asset's latest, and the window it checks comes from the run's partition tags (one
+partition, or a backfill range); launched on its own it covers the asset's latest
+materialized partition. Lake assets' checks are partitioned check specs evaluated per
+partition in the asset's own step instead: see ``idem_assets.lib.checks.base``.
 """
 
 import dagster as dg
 
 from idem_assets.io_manager import Window
-from idem_assets.partitions import window_dates
-
-PARTITION_TAG = "dagster/partition"
-RANGE_START_TAG = "dagster/asset_partition_range_start"
-RANGE_END_TAG = "dagster/asset_partition_range_end"
+from idem_assets.partitions import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG, window_dates
 
 
 class NothingToCheckError(RuntimeError):
