@@ -129,9 +129,13 @@ reliability: install
 bench: install
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
+## The public API's types as a type checker sees them: at least TYPED_SHARE known.
+TYPED_SHARE ?= 0.90
 lint: install
 	$(VENV)/bin/ruff check idem_assets idem_assets_tests benchmarks
 	$(VENV)/bin/ruff format --check idem_assets idem_assets_tests benchmarks
+	PYTHONPATH=$(CURDIR) $(VENV)/bin/basedpyright --pythonpath $(PY) --verifytypes idem_assets \
+		--ignoreexternal --outputjson | PYTHONPATH=$(CURDIR) $(PY) -m idem_assets_tests.typed_share $(TYPED_SHARE)
 
 clean:
 	rm -rf data .dagster_home

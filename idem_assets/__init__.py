@@ -9,7 +9,7 @@ layer (``idem_assets.lake``, ``idem_assets.landing``, ...) never imports Dagster
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -53,7 +53,91 @@ _EXPORTS = {
     "Status": "idem_assets.checkpoint",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+if TYPE_CHECKING:  # what type checkers see; at run time each name loads on first use
+    from idem_assets.checkpoint import Status, open_store
+    from idem_assets.io_manager import (
+        IdempotentDeltaIOManager,
+        TableOutput,
+        Window,
+    )
+    from idem_assets.io_manager.delta_modes import (
+        MergeConfig,
+        MergeOperationsConfig,
+        MergeType,
+        SchemaMode,
+        WhenMatchedDelete,
+        WhenMatchedUpdate,
+        WhenMatchedUpdateAll,
+        WhenNotMatchedBySourceDelete,
+        WhenNotMatchedBySourceUpdate,
+        WhenNotMatchedInsert,
+        WhenNotMatchedInsertAll,
+        WriteMode,
+    )
+    from idem_assets.io_manager.spec import WriteSpec
+    from idem_assets.lib import (
+        LakeAssetDef,
+        LandingSourceComponent,
+        default_resources,
+        lake_asset,
+        source_definitions,
+    )
+    from idem_assets.lib.checks import CheckName, LakeCheck
+    from idem_assets.lib.maintenance import maintenance_definitions
+    from idem_assets.partitions import (
+        daily_partitions,
+        partition_dates,
+    )
+    from idem_assets.resources import (
+        CheckpointResource,
+        LakeResource,
+        NotificationResource,
+    )
+    from idem_assets.sources import (
+        Column,
+        LandingSource,
+        Rule,
+        load_source,
+    )
+
+__all__ = [
+    "__version__",
+    "CheckName",
+    "CheckpointResource",
+    "Column",
+    "IdempotentDeltaIOManager",
+    "LakeAssetDef",
+    "LakeCheck",
+    "LakeResource",
+    "LandingSource",
+    "LandingSourceComponent",
+    "MergeConfig",
+    "MergeOperationsConfig",
+    "MergeType",
+    "NotificationResource",
+    "Rule",
+    "SchemaMode",
+    "Status",
+    "TableOutput",
+    "WhenMatchedDelete",
+    "WhenMatchedUpdate",
+    "WhenMatchedUpdateAll",
+    "WhenNotMatchedBySourceDelete",
+    "WhenNotMatchedBySourceUpdate",
+    "WhenNotMatchedInsert",
+    "WhenNotMatchedInsertAll",
+    "Window",
+    "WriteMode",
+    "WriteSpec",
+    "daily_partitions",
+    "default_resources",
+    "lake_asset",
+    "load_source",
+    "maintenance_definitions",
+    "open_store",
+    "partition_dates",
+    "source_definitions",
+]
 
 
 def __getattr__(name: str) -> Any:
