@@ -2,7 +2,9 @@
 
 ``python -m benchmarks.run [--quick] [--reps N] [--only FAMILY ...]``. Families: partition
 overwrite and no-op rerun (TPC-H orders as one day), the drop-in for dagster-deltalake (the
-same assets through its IO manager and ours), MERGE (synthetic customers, 1M and 10M rows),
+same assets through its IO manager and ours), the drop-in for dagster-delta (its merge mode
+through its IO manager and ours: a 1% upsert into 10M customers, its unchanged rerun, a first
+write), MERGE (synthetic customers, 1M and 10M rows),
 fingerprint (TPC-H lineitem), backfill through Dagster, fast runs (the code location's import
 and ``dg launch`` runs, in-process and multiprocess), the landing zone in object storage
 (sensor ticks over a bucket of 10,000 objects, a 1M-row day read from a bucket and from a
@@ -31,6 +33,7 @@ PLOTS = HERE / "results"
 HEADINGS = {
     "overwrite": "## Partition overwrite, no-op rerun, naive baseline",
     "dropin": "## Drop-in for dagster-deltalake",
+    "dropin_delta": "## Drop-in for dagster-delta",
     "merge": "## MERGE",
     "fingerprint": "## Fingerprint",
     "backfill": "## Backfill through Dagster",
@@ -200,6 +203,19 @@ def main(argv: list[str] | None = None) -> int:
             dropin.plot_groups(numbers["dropin"]),
         )
         blocks["dropin"].append("![dropin](results/dropin.png)\n")
+    if "dropin_delta" in wanted:
+        from benchmarks.cases import dropin_delta
+
+        md, numbers["dropin_delta"] = dropin_delta.run_family(
+            1_000_000 if args.quick else 10_000_000, reps
+        )
+        blocks["dropin_delta"] += [md]
+        bars(
+            PLOTS / "dropin_delta.png",
+            "dagster-delta's IO manager and ours in merge mode",
+            dropin_delta.plot_groups(numbers["dropin_delta"]),
+        )
+        blocks["dropin_delta"].append("![dropin_delta](results/dropin_delta.png)\n")
     if "merge" in wanted:
         from benchmarks.cases import merge
 
