@@ -62,7 +62,7 @@ class PartitionSlice:
         return cls(
             (date_range(column, window.start, window.end),),
             (column,),
-            f"{window.start}..{window.end}",
+            window.record_key(),
             window,
         )
 
@@ -201,7 +201,7 @@ def partitions_label(context: dg.OutputContext | dg.InputContext) -> tuple[str, 
         window = context.asset_partitions_time_window
         days = _utc_days(window)
         if days is not None:
-            return f"{days.start}..{days.end}", days
+            return days.record_key(), days
         return _safe_label(f"{window.start.isoformat()}..{window.end.isoformat()}"), Window()
     if isinstance(partitions_def, dg.MultiPartitionsDefinition):
         parts = []

@@ -128,11 +128,6 @@ class Reconciled:
     landed_version: int | None
 
 
-def window_id(start: object, end: object) -> str:
-    """Record-id prefix of a window (``all`` when unpartitioned)."""
-    return "all" if start is None else f"{start}..{end}"
-
-
 class LakeWriteLog:
     """The checkpoint records of one asset's writes to one window."""
 
@@ -270,7 +265,7 @@ def _version_of_token(table: DeltaTable | None, token: str | None) -> int | None
 
 def last_settled(store: CheckpointStore, asset: str, window: Window) -> SettledWrite | None:
     """The newest settled write of an asset's window (None if there is none)."""
-    log = LakeWriteLog(store, asset, window_id(window.start, window.end), "-", 1.0)
+    log = LakeWriteLog(store, asset, window.record_key(), "-", 1.0)
     return log.last_settled()
 
 

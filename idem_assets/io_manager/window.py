@@ -19,6 +19,11 @@ class Window:
         """Whether this window restricts the table to a day range."""
         return self.start is not None and self.end is not None
 
+    def record_key(self) -> str:
+        """The window's part of a checkpoint record id: ``2024-03-01..2024-03-04``, or
+        ``all`` for the whole table. Every write record of the window starts with it."""
+        return f"{self.start}..{self.end}" if self.partitioned else "all"
+
     def label(self) -> str:
         """Human-readable form for metadata and logs."""
         return f"[{self.start}, {self.end})" if self.partitioned else "whole table"
