@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
+from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import (
     Fingerprint,
     FingerprintAccumulator,
@@ -20,12 +21,7 @@ from idem_assets.lake.fingerprint import (
 from idem_assets.lake.frames import FrameLike, conform, nullable, to_arrow
 from idem_assets.lake.predicates import Condition, In, OneOf, conjunction, date_range
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import (
-    commit_overwrite,
-    discard_unless_committed,
-    require_plain_table,
-    stage_batches,
-)
+from idem_assets.lake.staging import commit_overwrite, discard_unless_committed, stage_batches
 from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import (
     DEFAULT_OPTIONS,

@@ -1,107 +1,41 @@
-"""Staged writes: Parquet files written into the table location, then committed in one go."""
+"""Staged writes: Parquet files written into the table location, then committed in one go
+(through ``lake.delta_log.commit``)."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
 import itertools
-import json
 import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Schema
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake import CommitProperties, DeltaTable
+from deltalake.transaction import AddAction
 
+from idem_assets.lake.delta_log import (
+    NULL_PARTITION,
+    StagedFile,
+    commit,
+    footer_stats,
+    partition_text,
+    require_plain_table,
+    typed_partition_value,
+)
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
-from idem_assets.lake.frames import is_text, nullable
+from idem_assets.lake.frames import nullable
 from idem_assets.lake.stored import data_files, filesystem, parquet_batches
-from idem_assets.lake.tables import LakeTable, table_schema
+from idem_assets.lake.tables import LakeTable
 
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 STREAM_PREFIX = "stream-"
 # Rows per staged file of a streamed write (a few hundred MB of Parquet at most).
 ROWS_PER_FILE = 2_000_000
-# Delta truncates string statistics; longer bounds are left out (always safe for pruning).
-_MAX_STAT_CHARS = 64
-# Table features that change neither how data files are read nor what a write must check.
-_PLAIN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
-_PLAIN_WRITER_FEATURES = _PLAIN_READER_FEATURES | {"appendOnly", "checkpointProtection"}
-
-
-@dataclass(frozen=True)
-class StagedFile:
-    """One Parquet file an executor wrote, as the Delta log will describe it."""
-
-    path: str  # relative to the table root
-    size: int
-    rows: int
-    partition_value: str | None
-    stats: str  # Delta statistics JSON
-    modification_time: int  # ms since the epoch
-
-
-def _stat_value(value: object, kind: pa.DataType) -> object | None:
-    """A footer min/max as Delta statistics JSON spells it (None: leave it out)."""
-    if pa.types.is_integer(kind):
-        return int(value)  # type: ignore[call-overload]
-    if pa.types.is_decimal(kind) and isinstance(value, Decimal):
-        as_float = float(value)
-        return as_float if Decimal(repr(as_float)) == value else None
-    if pa.types.is_date32(kind) and isinstance(value, dt.date):
-        return value.isoformat()
-    if pa.types.is_timestamp(kind) and isinstance(value, dt.datetime):
-        # Delta keeps timestamp bounds in milliseconds, as delta-rs writes them.
-        utc = value.astimezone(dt.UTC)
-        return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
-    if is_text(kind) and isinstance(value, str):
-        return value if len(value) <= _MAX_STAT_CHARS else None
-    return None
-
-
-def footer_stats(metadata: pq.FileMetaData, schema: pa.Schema) -> str:
-    """Delta statistics (numRecords, minValues, maxValues, nullCount) from a Parquet footer."""
-    low: dict[str, object] = {}
-    high: dict[str, object] = {}
-    nulls: dict[str, int] = {}
-    for index in range(metadata.num_columns):
-        name = metadata.schema.column(index).path
-        if name not in schema.names:
-            continue
-        kind = schema.field(name).type
-        chunks = [
-            metadata.row_group(g).column(index).statistics for g in range(metadata.num_row_groups)
-        ]
-        if chunks and all(s is not None and s.has_null_count for s in chunks):
-            nulls[name] = sum(s.null_count for s in chunks)
-        bounded = [s for s in chunks if s is not None and s.has_min_max]
-        if bounded and len(bounded) == len(chunks):
-            lowest = _stat_value(min(s.min for s in bounded), kind)
-            highest = _stat_value(max(s.max for s in bounded), kind)
-            if lowest is not None and highest is not None:
-                low[name], high[name] = lowest, highest
-    return json.dumps(
-        {"numRecords": metadata.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls},
-        separators=(",", ":"),
-    )
-
-
-def typed_partition_value(text: str | None, kind: pa.DataType) -> object:
-    """A partition value from its folder/log text, as a Python value of the column's type."""
-    if text is None:
-        return None
-    if pa.types.is_date32(kind):
-        return dt.date.fromisoformat(text)
-    if pa.types.is_integer(kind):
-        return int(text)
-    raise TypeError(f"partition columns must be dates or integers, got {kind}")
 
 
 @dataclass(frozen=True)
@@ -129,18 +63,7 @@ class StagedWrite:
 
     def add_actions(self) -> list[AddAction]:
         """Delta add actions for every staged file (paths relative to the table root)."""
-        column = self.partition_column
-        return [
-            AddAction(
-                f.path,
-                f.size,
-                {column: f.partition_value} if column else {},
-                f.modification_time,
-                True,
-                f.stats,
-            )
-            for f in self.files
-        ]
+        return [f.add_action(self.partition_column) for f in self.files]
 
     def batches(self, schema: pa.Schema) -> Iterator[pa.Table]:
         """The staged rows, file by file in bounded batches, typed to ``schema``."""
@@ -209,65 +132,17 @@ def list_staged(
     return tuple(sorted(files, key=lambda f: f.path))
 
 
-def require_plain_table(
-    table: DeltaTable, partition_column: str | None, schema: pa.Schema | None = None
-) -> None:
-    """Refuse tables the staged files would not fit: features, constraints, layout, schema.
-
-    Files are read and added as plain Parquet, and raw add actions are not checked against
-    constraints, so tables needing more (column mapping, deletion vectors, CHECK
-    constraints, generated or identity columns...) belong to a full Delta writer.
-    """
-    protocol = table.protocol()
-    reader = set(protocol.reader_features or []) - _PLAIN_READER_FEATURES
-    writer = set(protocol.writer_features or []) - _PLAIN_WRITER_FEATURES
-    constraints = [k for k in table.metadata().configuration if k.startswith("delta.constraints.")]
-    invariants = [f.name for f in table.schema().fields if "delta.invariants" in f.metadata]
-    if (
-        protocol.min_reader_version == 2
-        or 3 <= protocol.min_writer_version <= 6
-        or reader
-        or writer
-        or constraints
-        or invariants
-    ):
-        raise ValueError(
-            f"{table.table_uri} needs Delta features that staged writes do not apply "
-            f"(protocol {protocol.min_reader_version}/{protocol.min_writer_version}, features "
-            f"{sorted(reader | writer)}, constraints {constraints}, invariants {invariants}); "
-            "write it with delta-rs's own writer (a table output) or Delta-Spark"
-        )
-    partitions = list(table.metadata().partition_columns)
-    expected = [partition_column] if partition_column else []
-    if partitions != expected:
-        raise ValueError(
-            f"{table.table_uri} is partitioned by {partitions}, but this write lays files out "
-            f"by {expected}; staged writes lay out whole partitions of that column"
-        )
-    if schema is None:
-        return
-    # Compared as Delta types, so Arrow spellings (string / large_string) do not matter.
-    stored = [(f.name, f.type) for f in table.schema().fields]
-    given = [(f.name, f.type) for f in Schema.from_arrow(nullable(schema)).fields]
-    if given != stored:
-        raise ValueError(
-            f"{table.table_uri} has columns {stored} but the rows have {given}; "
-            "staged files have the table's schema only (no schema evolution)"
-        )
-
-
 def create_table(
     target: LakeTable, staged: StagedWrite, schema: pa.Schema, properties: CommitProperties
 ) -> None:
     """Create the table from staged files in one commit (mode="error": a racer makes it fail)."""
-    create_table_with_add_actions(
-        target.uri,
-        Schema.from_arrow(nullable(schema)),
+    commit(
+        target,
+        None,
         staged.add_actions(),
-        mode="error",
-        partition_by=[staged.partition_column] if staged.partition_column else None,
-        storage_options=target.options(),
-        commit_properties=properties,
+        properties,
+        schema=schema,
+        partition_column=staged.partition_column,
     )
 
 
@@ -283,31 +158,13 @@ def discard_unless_committed(target: LakeTable, staged: StagedWrite) -> None:
         staged.discard()
 
 
-def next_version(table: DeltaTable) -> int:
-    """The version our commit on ``table``'s snapshot created.
-
-    delta-rs retries are off, so a commit lands exactly one past the snapshot it was
-    planned on, or fails; the DeltaTable object itself is not moved forward by it.
-    """
-    return table.version() + 1
-
-
-def _partition_text(value: object) -> str:
-    """A partition value as its folder spells it (dates ISO, integers decimal)."""
-    if value is None:
-        return NULL_PARTITION
-    if isinstance(value, dt.date | int):
-        return value.isoformat() if isinstance(value, dt.date) else str(value)
-    raise TypeError(f"partition columns must be dates or integers, got {value!r}")
-
-
 def _by_partition(rows: pa.Table, column: str | None) -> Iterator[tuple[str | None, pa.Table]]:
     if column is None:
         yield None, rows
         return
     values = pc.unique(rows.column(column)).to_pylist()
     if len(values) == 1:
-        yield _partition_text(values[0]), rows
+        yield partition_text(values[0]), rows
         return
     for value in values:
         kind = rows.schema.field(column).type
@@ -316,7 +173,7 @@ def _by_partition(rows: pa.Table, column: str | None) -> Iterator[tuple[str | No
             if value is None
             else pc.equal(rows.column(column), pa.scalar(value, kind))
         )
-        yield _partition_text(value), rows.filter(mask)
+        yield partition_text(value), rows.filter(mask)
 
 
 def stage_batches(
@@ -394,16 +251,14 @@ def commit_overwrite(
     column = staged.partition_column
     if column is None:
         raise ValueError("a range overwrite needs staged files laid out by a partition column")
-    if table is None:
-        create_table(target, staged, schema, properties)
-        return 0
-    require_plain_table(table, column, schema)
-    table.create_write_transaction(
+    if table is not None:
+        require_plain_table(table, column, schema)
+    return commit(
+        target,
+        table,
         staged.add_actions(),
-        mode="overwrite",
-        schema=table_schema(table),
-        partition_by=[column],
-        partition_filters=[(column, ">=", start.isoformat()), (column, "<", end.isoformat())],
-        commit_properties=properties,
+        properties,
+        schema=schema,
+        partition_column=column,
+        replace_range=(start, end),
     )
-    return next_version(table)

@@ -19,16 +19,12 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
+from idem_assets.lake.delta_log import commit, removes, require_plain_table
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import (
-    create_table,
-    discard_unless_committed,
-    next_version,
-    require_plain_table,
-)
+from idem_assets.lake.staging import create_table, discard_unless_committed
 from idem_assets.lake.stored import DataFile, data_files, file_location
 from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
-from idem_assets.spark.commit import properties_for, removes
+from idem_assets.spark.commit import properties_for
 from idem_assets.spark.schema import col, conform_spark, spark_schema
 from idem_assets.spark.staging import spark_uri, stage
 from idem_assets.spark.transforms import dedupe_newest_spark, survivor, survivor_ordering
@@ -229,12 +225,14 @@ def merge_partitions_spark(
             partition_column,
         )
         try:
-            table.create_write_transaction(
-                [*staged.add_actions(), *gone],
-                mode="append",
+            version = commit(
+                target,
+                table,
+                staged.add_actions(),
+                properties,
                 schema=table_schema(table),
-                partition_by=[partition_column] if partition_column else None,
-                commit_properties=properties,
+                partition_column=partition_column,
+                removes=gone,
             )
         except BaseException:
             discard_unless_committed(target, staged)
@@ -242,7 +240,7 @@ def merge_partitions_spark(
         return WriteResult.written(
             STRATEGY,
             target.uri,
-            next_version(table),
+            version,
             plan.inserts + plan.updates,
             batch_fp,
             rows_inserted=plan.inserts,

@@ -17,18 +17,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
+from idem_assets.lake.delta_log import commit, require_plain_table
 from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
 from idem_assets.lake.predicates import Range, date_range
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import (
-    StagedWrite,
-    commit_overwrite,
-    create_table,
-    discard_unless_committed,
-    next_version,
-    require_plain_table,
-)
+from idem_assets.lake.staging import StagedWrite, commit_overwrite, discard_unless_committed
 from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import SPARK_ERRORS, properties_for
@@ -209,19 +203,16 @@ def append_spark(
                 attempts=number + 1,
                 details={"engine": "spark", "txn_version": committed},
             )
-        if table is None:
-            create_table(target, staged, schema, properties)
-            new_version = 0
-        else:
+        if table is not None:
             require_plain_table(table, partition_column, schema)
-            table.create_write_transaction(
-                staged.add_actions(),
-                mode="append",
-                schema=table_schema(table),
-                partition_by=[partition_column] if partition_column else None,
-                commit_properties=properties,
-            )
-            new_version = next_version(table)
+        new_version = commit(
+            target,
+            table,
+            staged.add_actions(),
+            properties,
+            schema=schema if table is None else table_schema(table),
+            partition_column=partition_column,
+        )
         return WriteResult.written(
             "append",
             target.uri,
