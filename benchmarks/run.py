@@ -9,7 +9,9 @@ fingerprint (TPC-H lineitem), backfill through Dagster, fast runs (the code loca
 and ``dg launch`` runs, in-process and multiprocess), the landing zone in object storage
 (sensor ticks over a bucket of 10,000 objects, a 1M-row day read from a bucket and from a
 folder, on a local moto server), and the checkpoint and Spark benchmarks (their own modules,
-collected here).
+collected here; the Spark family adds ``benchmarks.cases.spark_engines``: one orders day on
+the local engine, Spark local[2] and a standalone cluster, and a 2 GB CSV day on 1 GiB
+executors).
 
 ``--only`` runs some families and merges them into the existing RESULTS.md: their sections
 and Targets rows are replaced, every other family's are kept as they were.
@@ -140,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         "--reuse",
         nargs="*",
         default=[],
-        help="collect these external families' last results instead of "
-        "re-running them (checkpoint, spark)",
+        help="collect these external families' last results instead of re-running them "
+        "(checkpoint; spark: benchmarks.spark_bench's, S5 and S6 run)",
     )
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.quick else 3)
@@ -293,6 +295,37 @@ def main(argv: list[str] | None = None) -> int:
         failure = "" if family in args.reuse else _external(module, args.quick)
         body = failure or (PLOTS / f"{result}.md").read_text()
         blocks[family] += [body, "", f"![{result}](results/{result}.png)\n"]
+    if "spark" in wanted:
+        from benchmarks.cases import spark_engines
+
+        md, numbers["spark"] = spark_engines.run_family(
+            200_000 if args.quick else 5_000_000,
+            spark_engines.QUICK_CSV if args.quick else spark_engines.FULL_CSV,
+            args.reps or (1 if args.quick else spark_engines.FULL_REPS),
+        )
+        spark_engines.save(md, numbers["spark"])
+        bars(
+            PLOTS / "spark_engines.png",
+            "One orders day read, typed and written: wall time",
+            spark_engines.plot_groups(numbers["spark"]),
+        )
+        bars(
+            PLOTS / "spark_engines_memory.png",
+            "Peak memory: the driver's Python, one executor (JVM + Python workers)",
+            spark_engines.memory_groups(numbers["spark"]),
+            unit="MiB",
+        )
+        if "spark" in args.reuse:  # spark_bench's part is collected as it was; this part is new
+            command = " ".join(sys.argv[1:] if argv is None else argv)
+            blocks["spark"].append(
+                f"_S5 and S6: `python -m benchmarks.run {command}` on {machine()}._\n"
+            )
+        blocks["spark"] += [
+            md,
+            "![spark_engines](results/spark_engines.png)\n",
+            "![spark_engines_memory](results/spark_engines_memory.png)\n",
+            "![spark_engines_timeline](results/spark_engines_timeline.png)\n",
+        ]
     if wanted != set(HEADINGS) and RESULTS.exists():
         for family, block in blocks.items():
             if family in args.reuse:

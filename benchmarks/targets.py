@@ -75,6 +75,9 @@ CAUSES = {
     "downloading the {mib:.0f} MiB alone takes {download:.2f} s; the rest is moto and the "
     "reader sharing {cores} cores (moto {server:.2f} s of CPU during the read)",
     "landing_equal": "the bucket's read differs from the folder's: see L2",
+    "spark_same": "the engines' tables differ: see S5",
+    "spark_failed": "{failed} failed: see S5",
+    "spark_big": "{cause}",
     "cli": "every `dg launch` is a fresh process: importing the code location alone is "
     "{imported:.2f} s of it (F1){split}. A profile of one launch (cProfile, which "
     "stretches times ~1.5×): dg's own command tree 0.7 s, the code location's import "
@@ -525,6 +528,59 @@ def _landing(numbers: dict[str, Any]) -> list[list[str]]:
     ]
 
 
+def _spark(numbers: dict[str, Any]) -> list[list[str]]:
+    from benchmarks.cases.spark_engines import (
+        CLUSTER,
+        LOCAL,
+        LOCAL2,
+        SAME_MEMORY,
+        big_cause,
+        bounded,
+    )
+
+    engines, cases = numbers["engines"], numbers["big"]
+    size = _size(engines["rows"])
+    speed = engines["rows_per_s"]
+    failed = [name for name in (LOCAL, LOCAL2, CLUSTER) if name not in speed]
+
+    def rate(name: str) -> str:
+        return f"{speed[name]:,.0f} rows/s" if name in speed else "failed"
+
+    target = cases[0]
+    gb = f"{target['bytes'] / 1e9:.2f} GB"
+    held, measured = bounded(cases)
+    return [
+        _row(
+            f"S5. {size}-row day: the cluster's rows/s reported beside local and local[2]",
+            f"cluster {rate(CLUSTER)}; local {rate(LOCAL)}, local[2] {rate(LOCAL2)}",
+            not failed,
+            CAUSES["spark_failed"].format(failed=", ".join(failed)),
+        ),
+        _row(
+            f"S5. {size}-row day: the three engines' tables have the same fingerprint",
+            "same" if engines["same"] else "different",
+            engines["same"],
+            CAUSES["spark_same"],
+        ),
+        _row(
+            f"S6. a {gb} CSV day (one file) through the cluster on executors of a 1 GiB heap",
+            f"failed after {target['seconds']:.0f} s"
+            if target["error"]
+            else f"{target['rows']:,} rows in {target['seconds']:.0f} s, executor peak "
+            f"{target['executor_total']:,.0f} MiB",
+            not target["error"],
+            CAUSES["spark_big"].format(cause=target["error"]),
+        ),
+        _row(
+            "S6. executor memory bounded by a piece, not by the file: every file passes, "
+            f"the {gb} file's executor peak within {SAME_MEMORY:g}× the smallest file's",
+            measured,
+            held,
+            CAUSES["spark_big"].format(cause=big_cause(cases)),
+        ),
+    ]
+
+
 _FAMILIES: list[tuple[str, Callable[[dict[str, Any]], list[list[str]]]]] = [
     ("overwrite", _overwrite),
     ("asset_rerun", _asset),
@@ -535,6 +591,7 @@ _FAMILIES: list[tuple[str, Callable[[dict[str, Any]], list[list[str]]]]] = [
     ("fingerprint", _fingerprint),
     ("fast_runs", _fast_runs),
     ("landing", _landing),
+    ("spark", _spark),
 ]
 
 # The run family (``python -m benchmarks.run --only NAME``) that owns a Targets row, told by
@@ -552,6 +609,8 @@ ROW_LABELS: list[tuple[str, str]] = [
     ("F", "fast_runs"),
     ("L1.", "landing"),
     ("L2.", "landing"),
+    ("S5.", "spark"),
+    ("S6.", "spark"),
 ]
 ORDER = [family for _, family in ROW_LABELS]
 HEADERS = ["target", "this run", "met", "cause when not met"]
