@@ -9,6 +9,7 @@ pytest_plugins = [
     "idem_assets_tests.fixtures.s3",
     "idem_assets_tests.fixtures.spark",
     "idem_assets_tests.fixtures.spark_cluster",
+    "idem_assets_tests.fixtures.stores",
 ]
 
 

@@ -368,7 +368,9 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         }
         try:
             conditions = self._conditions(spec, covered, window, batch)
-            with lease_heartbeat(checkpoint.resolved_url, claim, self.write_lease_seconds):
+            with lease_heartbeat(
+                checkpoint.resolved_url, claim, self.write_lease_seconds, checkpoint.clock()
+            ):
                 if stream:
                     result = write_stream(
                         spec,
@@ -536,7 +538,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                 covered,
                 rows,
                 commit_metadata,
-                checkpoint_url=checkpoint.resolved_url,
+                checkpoint=checkpoint,
                 lease_seconds=self.write_lease_seconds,
             )
         written["write_seconds"] = round(time.perf_counter() - started, 3)

@@ -31,6 +31,7 @@ from idem_assets.lake import Fingerprint, LakeTable, Proof, WriteResult, fingerp
 from idem_assets.lake.clauses import ClauseMerge, MergeConfigError, merge_by_clauses
 from idem_assets.lake.predicates import Condition
 from idem_assets.lake.tables import commit_properties, slice_signature, with_commit_retries
+from idem_assets.resources import CheckpointResource
 
 APPEND_ID_KEY = "idem.append_id"
 
@@ -70,7 +71,7 @@ def write_by_mode(
     rows: pa.Table,
     commit_metadata: Mapping[str, Any],
     *,
-    checkpoint_url: str,
+    checkpoint: CheckpointResource,
     lease_seconds: float,
 ) -> dict[str, Any]:
     """Claim, write (or prove a no-op) and settle one output; the write's metadata."""
@@ -93,7 +94,7 @@ def write_by_mode(
         crash_point(f"lake.before_write/{name}")
         metadata = {**commit_metadata, **log.commit_metadata(claim)}
         try:
-            with lease_heartbeat(checkpoint_url, claim, lease_seconds):
+            with lease_heartbeat(checkpoint.resolved_url, claim, lease_seconds, checkpoint.clock()):
                 result = _write(plan, name, target, covered, rows, content, metadata)
         except BaseException as error:
             log.fail(claim, error)

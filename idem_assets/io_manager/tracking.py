@@ -23,6 +23,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, open_store
+from idem_assets.checkpoint.store import Clock
 from idem_assets.io_manager.window import Window
 from idem_assets.lake.predicates import Condition, In, Range
 
@@ -270,15 +271,18 @@ def last_settled(store: CheckpointStore, asset: str, window: Window) -> SettledW
 
 
 @contextmanager
-def lease_heartbeat(url: str, claim: Claim, lease_seconds: float) -> Iterator[None]:
-    """Keep extending ``claim`` from a thread (own connection) while the write runs."""
+def lease_heartbeat(
+    url: str, claim: Claim, lease_seconds: float, clock: Clock | None = None
+) -> Iterator[None]:
+    """Keep extending ``claim`` from a thread (own connection, the same ``clock``) while the
+    write runs."""
     stop = threading.Event()
 
     def beat() -> None:
         # Most writes finish before the first beat is due: connect only if one is.
         if stop.wait(lease_seconds / 3):
             return
-        with open_store(url) as store:
+        with open_store(url, clock=clock) as store:
             current = claim
             while True:
                 try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from idem_assets.resources import CheckpointResource
+
 
 class SteppedClock:
     """A clock that moves only when told to, so lease and backoff tests need no sleeping."""
@@ -15,3 +17,26 @@ class SteppedClock:
     def advance(self, seconds: float) -> None:
         """Move the clock forward."""
         self.now += seconds
+
+
+# Stepped clocks by name: Dagster builds resources again from their config, so a resource
+# finds its clock by a name it carries as config.
+_CLOCKS: dict[str, SteppedClock] = {}
+
+
+class SteppedCheckpoint(CheckpointResource):
+    """A ``CheckpointResource`` whose leases run on a registered ``SteppedClock``."""
+
+    clock_name: str
+
+    def clock(self) -> SteppedClock:  # type: ignore[override]
+        """The stepped clock registered under ``clock_name``."""
+        return _CLOCKS[self.clock_name]
+
+
+def stepped_checkpoint(url: str) -> tuple[SteppedCheckpoint, SteppedClock]:
+    """A checkpoint resource at ``url`` on a new stepped clock, and the clock."""
+    clock = SteppedClock()
+    name = f"clock-{len(_CLOCKS)}"
+    _CLOCKS[name] = clock
+    return SteppedCheckpoint(url=url, clock_name=name), clock

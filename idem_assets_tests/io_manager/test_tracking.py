@@ -1,6 +1,6 @@
 """Lake writes are checkpoint records: settled after the commit, reconciled after a crash."""
 
-import time
+import dataclasses
 
 from deltalake import write_deltalake
 
@@ -10,6 +10,7 @@ from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.tables import commit_properties
 from idem_assets.landing.reader import read_days
 from idem_assets.sample.sources import ORDERS
+from idem_assets_tests.checkpoint.clock import stepped_checkpoint
 from idem_assets_tests.harness import START, check_results, materialization_metadata
 
 KEY = START.isoformat()
@@ -53,12 +54,18 @@ def test_changed_slice_is_not_trusted_from_the_checkpoint(project):
     assert all(check_results(again).values())
 
 
+def _on_a_stepped_clock(project):
+    checkpoint, clock = stepped_checkpoint(project.checkpoint.resolved_url)
+    return dataclasses.replace(project, checkpoint=checkpoint), clock
+
+
 def test_crash_after_commit_is_reconciled_not_reapplied(project):
     """A run that committed but died before settling its record leaves it in_progress."""
+    project, clock = _on_a_stepped_clock(project)
     assert project.run_days(KEY).success
     target = LakeTable(project.lake.table("orders").uri)
     version_before = target.open().version()
-    with open_store(project.checkpoint.resolved_url) as store:
+    with project.checkpoint.open() as store:
         log = LakeWriteLog(store, "orders", WINDOW, "crashed-run", lease_seconds=1)
         claim = log.begin({"fingerprint": "unknown"})
         # The crashed run's commit: same content, with its lease token in the metadata.
@@ -71,7 +78,10 @@ def test_crash_after_commit_is_reconciled_not_reapplied(project):
             commit_properties=commit_properties(log.commit_metadata(claim)),
         )
     crashed_version = version_before + 1
-    time.sleep(1.2)  # the crashed run's lease runs out
+    # On the resource's clock the crashed run's lease is still live: it is left alone.
+    early = project.run_days(KEY)
+    assert materialization_metadata(early)["orders"]["reconciled_records"] == 0
+    clock.advance(1.2)  # the crashed run's lease runs out
     rerun = project.run_days(KEY)
     assert rerun.success
     md = materialization_metadata(rerun)["orders"]
@@ -84,10 +94,11 @@ def test_crash_after_commit_is_reconciled_not_reapplied(project):
 
 
 def test_crash_before_commit_is_marked_ignored(project):
+    project, clock = _on_a_stepped_clock(project)
     assert project.run_days(KEY).success
-    with open_store(project.checkpoint.resolved_url) as store:
+    with project.checkpoint.open() as store:
         LakeWriteLog(store, "orders", WINDOW, "died-early", lease_seconds=1).begin({})
-    time.sleep(1.2)
+    clock.advance(1.2)
     assert project.run_days(KEY).success
     died = next(r for r in _records(project) if "/died-early/" in r.record_id)
     assert died.status == Status.IGNORED

@@ -19,18 +19,6 @@ from idem_assets.notify import Faults, NotificationClient
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
-]
-
-
-@pytest.fixture(params=BACKENDS)
-def store_url(request, tmp_path) -> str:
-    """An empty checkpoint store: SQLite file or fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'checkpoint.db'}"
-    return str(request.getfixturevalue("fresh_postgres_url"))
 
 
 def _worker(store_url, server, token, n, **env) -> subprocess.Popen:

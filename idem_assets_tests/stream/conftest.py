@@ -8,19 +8,6 @@ import pytest
 
 from idem_assets_tests.stream.world import StreamWorld
 
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
-]
-
-
-@pytest.fixture(params=BACKENDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """An empty store: a SQLite file in tmp_path or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'state' / 'checkpoint.db'}"
-    return str(request.getfixturevalue("fresh_postgres_url"))
-
 
 @pytest.fixture
 def world(tmp_path: Path, store_url: str) -> StreamWorld:
