@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,6 +232,27 @@ class SparkLandingBatch:
         return self.valid_rows, self.quarantined_rows
 
 
+# Each landing file's judged rows are one block of the persisted frame. A block that
+# spilled to disk is read back whole into the executor's heap when it fits Spark's memory
+# store, which a block of a few hundred MiB on a 1 GiB executor does not survive; with a
+# file past this size the frame stays on disk and is streamed back from there instead.
+IN_MEMORY_FILE_BYTES = 32 << 20
+# How much larger than its file a gzipped file's rows may be.
+GZIP_EXPANSION = 10
+
+
+def storage_level(files: Sequence[tuple[str, int]]) -> StorageLevel:
+    """How the judged frame of these (path, size) files is persisted: in memory (and disk
+    when memory runs short) for small files, on disk only when a file is large."""
+    largest = max(
+        (size * (GZIP_EXPANSION if path.endswith(".gz") else 1) for path, size in files),
+        default=0,
+    )
+    return (
+        StorageLevel.MEMORY_AND_DISK if largest <= IN_MEMORY_FILE_BYTES else StorageLevel.DISK_ONLY
+    )
+
+
 def read_landing_spark(
     spark: SparkSession,
     landing: Landing,
@@ -267,7 +288,7 @@ def read_landing_spark(
         )
     else:
         judged = spark.createDataFrame([], schema)
-    judged = judged.persist(StorageLevel.MEMORY_AND_DISK)
+    judged = judged.persist(storage_level([(e[0], e[1]) for e in entries]))
     summaries = {
         r[FILE_PREFIX + "relpath"]: r
         for r in judged.filter(F.col(KIND).isin(FILE, ERROR))

@@ -131,3 +131,17 @@ def test_a_file_read_in_many_pieces_on_the_executors_equals_one_read_whole(spark
     batch = read_landing_spark(spark, tmp_path, ORDERS, DAY, end, piece_bytes=97)
     assert_same_read(batch, read_days(tmp_path, ORDERS, DAY, end))
     batch.unpersist()
+
+
+def test_large_files_keep_their_judged_rows_on_disk():
+    """A spilled block of a few hundred MiB read back into a 1 GiB heap ran it out of
+    memory (the 0.29 GB CSV day of benchmark S6): past 32 MiB a file's rows stay on disk."""
+    from pyspark import StorageLevel
+
+    from idem_assets.spark.landing import storage_level
+
+    small = [("a.csv", 10 << 20), ("b.jsonl", 20 << 20)]
+    assert storage_level(small) == StorageLevel.MEMORY_AND_DISK
+    assert storage_level([*small, ("c.csv", 290 << 20)]) == StorageLevel.DISK_ONLY
+    assert storage_level([("d.csv.gz", 4 << 20)]) == StorageLevel.DISK_ONLY  # ~40 MiB inflated
+    assert storage_level([]) == StorageLevel.MEMORY_AND_DISK
