@@ -168,11 +168,13 @@ class LakeWriteLog:
         """The newest succeeded write of this window, if any."""
         newest = None
         for tracker in self.store.list(self.scope, [Status.SUCCEEDED], prefix=f"{self.window}/"):
-            if not tracker.result:
+            # A reconciled record says where a crashed run's commit landed, not which files
+            # it left: it vouches for nothing, and must not hide the last write that does.
+            if not tracker.result or "files" not in tracker.result:
                 continue
             if newest is None or tracker.updated_at > newest.updated_at:
                 newest = tracker
-        if newest is None or "files" not in (newest.result or {}):
+        if newest is None:
             return None
         result = newest.result or {}
         return SettledWrite(
