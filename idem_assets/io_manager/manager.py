@@ -13,18 +13,30 @@ import dagster as dg
 import pyarrow as pa
 from dagster_deltalake import AzureConfig, GcsConfig, LocalConfig, S3Config
 from dagster_deltalake.config import ClientConfig
-from deltalake import DeltaTable, WriterProperties
+from deltalake import DeltaTable
 from pydantic import Field, field_validator, model_validator
 
 from idem_assets.faults import crash_point
-from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode, clause_merge
+from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode
 from idem_assets.io_manager.engines import is_spark_frame, write_spark
 from idem_assets.io_manager.location import TablePath, dropin_path, lake_path
 from idem_assets.io_manager.metadata import RowCounts, output_metadata
-from idem_assets.io_manager.modes import ModeWrite, write_by_mode
+from idem_assets.io_manager.modes import write_by_mode
 from idem_assets.io_manager.noop import same_inputs
 from idem_assets.io_manager.output import StaleSkipError, TableOutput
-from idem_assets.io_manager.slices import PartitionSlice, partition_slice, partitions_label
+from idem_assets.io_manager.settings import (
+    mode_of,
+    mode_write,
+    schema_mode_of,
+    setting,
+    upstream_mode,
+)
+from idem_assets.io_manager.slices import (
+    PartitionSlice,
+    arrow_type_of,
+    partition_slice,
+    partitions_label,
+)
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.strategies import (
     PreparedBatch,
@@ -72,15 +84,6 @@ def spark_conditions(spec: WriteSpec, window: Window) -> list[Condition]:
     return []
 
 
-def _arrow_type_of(schema: pa.Schema | None) -> Any:
-    def type_of(column: str) -> pa.DataType | None:
-        if schema is None or column not in schema.names:
-            return None
-        return schema.field(column).type
-
-    return type_of
-
-
 def record_slice(
     context: dg.OutputContext | dg.InputContext, spec: WriteSpec, schema: pa.Schema | None
 ) -> PartitionSlice:
@@ -92,7 +95,7 @@ def record_slice(
     if not context.has_asset_partitions:
         return PartitionSlice.whole_table()
     if spec.strategy == "overwrite":
-        return partition_slice(context, spec.partition_columns, _arrow_type_of(schema))
+        return partition_slice(context, spec.partition_columns, arrow_type_of(schema))
     label, days = partitions_label(context)
     return PartitionSlice((), (), label, days)
 
@@ -239,11 +242,11 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         """The configured commit metadata (``custom_metadata``, and ``commit_properties``'
         custom_metadata, of the manager and then of the output)."""
         entries: dict[str, Any] = {}
-        for properties in (self.commit_properties, _setting(context, "commit_properties")):
+        for properties in (self.commit_properties, setting(context, "commit_properties")):
             if isinstance(properties, dict) and isinstance(properties.get("custom_metadata"), dict):
                 entries.update(properties["custom_metadata"])
         entries.update(self.custom_metadata or {})
-        own = _setting(context, "custom_metadata")
+        own = setting(context, "custom_metadata")
         if isinstance(own, dict):
             entries.update(own)
         return {str(k): str(v) for k, v in entries.items()}
@@ -262,7 +265,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         ):
             raise unsupported(type(output.rows))
         metadata = context.definition_metadata or {}
-        mode = mode_of(_setting(context, "mode") or self.mode)
+        mode = mode_of(setting(context, "mode") or self.mode)
         if mode in (WriteMode.merge, WriteMode.append, WriteMode.error, WriteMode.ignore):
             self._handle_mode(context, output, mode)
             return
@@ -462,10 +465,10 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         return metadata
 
     def _options_of(self, context: dg.OutputContext | None = None) -> dict[str, Any]:
-        schema_mode = _setting(context, "schema_mode") if context else None
+        schema_mode = setting(context, "schema_mode") if context else None
         return {
             "table_config": self._table_config(context),
-            "writer_properties": (_setting(context, "writer_properties") if context else None)
+            "writer_properties": (setting(context, "writer_properties") if context else None)
             or self.writer_properties,
             "evolve_schema": self.overwrite_schema
             or (schema_mode_of(schema_mode or self.schema_mode) is not None),
@@ -475,7 +478,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         """Table configuration for a table-creating write: the asset's
         ``table_configuration`` metadata, then the manager's ``table_config`` (as in
         dagster-delta)."""
-        own = _setting(context, "table_configuration") if context else None
+        own = setting(context, "table_configuration") if context else None
         merged = {**(own or {}), **(self.table_config or {})}
         return {str(k): str(v) for k, v in merged.items()} or None
 
@@ -487,34 +490,15 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                 "a Spark DataFrame is written with mode 'overwrite'"
             )
         rows = to_arrow(output.rows)
-        metadata = context.definition_metadata or {}
-        expr = getattr(metadata.get("partition_expr"), "value", metadata.get("partition_expr"))
-        table_name = getattr(metadata.get("idem/table"), "value", metadata.get("idem/table"))
+        table_name = setting(context, "idem/table")
         target, name = self._located(context, table_name)
-        schema_mode = schema_mode_of(_setting(context, "schema_mode") or self.schema_mode)
-        covered = _mode_slice(context, expr, rows.schema)
-        merge = None
-        if mode is WriteMode.merge:
-            if schema_mode is SchemaMode.overwrite:
-                raise ValueError(
-                    "schema_mode 'overwrite' cannot be used with mode 'merge' (a MERGE keeps "
-                    "the table's columns and may add new ones: schema_mode 'merge')"
-                )
-            merge = clause_merge(
-                _setting(context, "merge_config") or self.merge_config,
-                predicate=_setting(context, "merge_predicate"),
-                operations=_setting(context, "merge_operations_config"),
-                merge_schema=schema_mode is SchemaMode.merge,
-            )
-        writer = _setting(context, "writer_properties") or self.writer_properties
-        plan = ModeWrite(
-            mode=mode.value,
-            merge=merge,
-            schema_mode=schema_mode.value if schema_mode else None,
-            scope=covered.conditions,
-            partition_by=covered.partition_by,
-            partitioned=context.has_asset_partitions,
-            writer_properties=WriterProperties(**dict(writer)) if writer else None,
+        plan, covered = mode_write(
+            context,
+            mode,
+            rows.schema,
+            merge_config=self.merge_config,
+            schema_mode=self.schema_mode,
+            writer_properties=self.writer_properties,
             table_config=self._table_config(context),
         )
         started = time.perf_counter()
@@ -621,7 +605,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
     def _read_spec(self, upstream: dg.OutputContext, partitioned: bool) -> WriteSpec:
         """Where the upstream output was written and which column holds its partitions."""
         metadata = upstream.definition_metadata or {}
-        if _upstream_mode(upstream, self.mode) in (
+        if upstream_mode(upstream, self.mode) in (
             WriteMode.overwrite,
             WriteMode.create_or_replace,
         ):
@@ -663,59 +647,6 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         return as_type(rows, kind)
 
 
-def _upstream_mode(upstream: dg.OutputContext, default: WriteMode) -> WriteMode:
-    metadata = upstream.definition_metadata or {}
-    return mode_of(getattr(metadata.get("mode"), "value", metadata.get("mode")) or default)
-
-
-def mode_of(value: Any) -> WriteMode:
-    """A write mode from its value or name; an unknown one is a clear error."""
-    raw = getattr(value, "value", value)
-    for mode in WriteMode:
-        if raw in (mode, mode.value, mode.name):
-            return mode
-    raise ValueError(f"unknown mode {raw!r}: one of {', '.join(m.value for m in WriteMode)}")
-
-
-def schema_mode_of(value: Any) -> SchemaMode | None:
-    """A schema mode from its value or name (None when unset)."""
-    raw = getattr(value, "value", value)
-    if raw is None:
-        return None
-    for mode in SchemaMode:
-        if raw in (mode, mode.value, mode.name):
-            return mode
-    raise ValueError(f"unknown schema_mode {raw!r}: one of overwrite, merge")
-
-
-def _setting(context: dg.OutputContext, key: str) -> Any:
-    """A per-output setting as dagster-delta finds it: the output's runtime metadata, then
-    its definition metadata (MetadataValue unwrapped)."""
-    for source in (_runtime_metadata(context), context.definition_metadata or {}):
-        if key in source:
-            value = source[key]
-            value = getattr(value, "value", value) if isinstance(value, dg.MetadataValue) else value
-            return dict(value) if isinstance(value, dict) else value
-    return None
-
-
-def _runtime_metadata(context: dg.OutputContext) -> dict[str, Any]:
-    try:
-        return dict(context.output_metadata or {})
-    except Exception:  # no runtime metadata outside a step (build_output_context)
-        return {}
-
-
-def _mode_slice(context: dg.OutputContext, expr: Any, schema: pa.Schema) -> PartitionSlice:
-    """The partitions of an output in a dagster-delta mode (whole table when none)."""
-    if not context.has_asset_partitions:
-        return PartitionSlice.whole_table()
-    if expr:
-        return partition_slice(context, expr, _arrow_type_of(schema))
-    label, days = partitions_label(context)
-    return PartitionSlice((), (), label, days)
-
-
 def _schema_of(output: TableOutput, table: DeltaTable | None) -> pa.Schema | None:
     rows = output.rows
     if isinstance(rows, pa.Table | pa.RecordBatchReader):
@@ -749,4 +680,4 @@ def _input_slice(
     if columns is None:
         return PartitionSlice.whole_table()
     schema = table_schema(table) if table is not None else None
-    return partition_slice(context, columns, _arrow_type_of(schema))
+    return partition_slice(context, columns, arrow_type_of(schema))

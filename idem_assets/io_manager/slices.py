@@ -186,6 +186,17 @@ def _contiguous(
     return dg.TimeWindow(first.start, last.end)
 
 
+def arrow_type_of(schema: pa.Schema | None) -> Callable[[str], pa.DataType | None]:
+    """The type of a column by name in ``schema`` (None when unknown), for slice conditions."""
+
+    def type_of(column: str) -> pa.DataType | None:
+        if schema is None or column not in schema.names:
+            return None
+        return schema.field(column).type
+
+    return type_of
+
+
 def partitions_label(context: dg.OutputContext | dg.InputContext) -> tuple[str, Window]:
     """A stable name for the run's partitions, and their UTC-day window when they are days.
 
