@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,16 +22,22 @@ from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-from deltalake import DeltaTable, Transaction, WriterProperties, write_deltalake
+from deltalake import DeltaTable
 
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.noop import unchanged_since
 from idem_assets.io_manager.slices import PartitionSlice
 from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat
 from idem_assets.lake import Fingerprint, LakeTable, Proof, WriteResult, fingerprint, read_rows
+from idem_assets.lake.append import append_exactly_once, create_with
 from idem_assets.lake.clauses import ClauseMerge, MergeConfigError, merge_by_clauses
 from idem_assets.lake.predicates import Condition
-from idem_assets.lake.tables import commit_properties, slice_signature, with_commit_retries
+from idem_assets.lake.tables import (
+    WriteOptions,
+    commit_properties,
+    slice_signature,
+    with_commit_retries,
+)
 from idem_assets.resources import CheckpointResource
 
 APPEND_ID_KEY = "idem.append_id"
@@ -51,9 +58,17 @@ class ModeWrite:
     scope: tuple[Condition, ...] = ()
     partition_by: tuple[str, ...] = ()
     partitioned: bool = False
-    writer_properties: WriterProperties | None = None
+    writer_properties: Mapping[str, Any] | None = None
     table_config: Mapping[str, str] | None = None
     commit_extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def options(self) -> WriteOptions:
+        """How files are written and a table is created (and whether columns are added)."""
+        return WriteOptions(
+            table_config=self.table_config,
+            writer_properties=self.writer_properties,
+            evolve_schema=self.schema_mode == "merge",
+        )
 
     def proof_key(self, content: Fingerprint) -> str:
         """What a settled write must match to vouch for this one: rows and configuration."""
@@ -134,7 +149,7 @@ def _write(
             scope=plan.scope,
             partition_by=plan.partition_by,
             commit_metadata=metadata,
-            writer_properties=plan.writer_properties,
+            writer_properties=plan.options().writer(),
             table_config=plan.table_config,
             known_fingerprint=content,
         )
@@ -161,66 +176,28 @@ def _append(
     metadata: Mapping[str, Any],
 ) -> WriteResult:
     app_id = append_id(name, covered, content, plan.partitioned)
-    txn = Transaction(app_id=app_id, version=0)
-    properties = commit_properties(
-        {**metadata, "idem.fingerprint": str(content), APPEND_ID_KEY: app_id}, [txn]
+    table = target.open()
+    if table is not None and table.transaction_version(app_id) is not None:
+        earlier = appended_fingerprint(table, app_id)
+        if earlier is not None and earlier != str(content):
+            raise AppendConflictError(
+                f"{target.uri} {covered.display} was appended before with other rows "
+                f"({earlier}; now {content}). An append cannot take back rows it added, "
+                "so appending again would keep both. To replace the partition, write it "
+                "with mode='overwrite' and partition_expr; to update rows by key, use "
+                "mode='merge'"
+            )
+    result = append_exactly_once(
+        target,
+        rows,
+        app_id,
+        0,
+        partition_column=plan.partition_by,
+        commit_metadata={**metadata, APPEND_ID_KEY: app_id},
+        options=plan.options(),
+        known_fingerprint=content,
     )
-
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
-        if table is not None and table.transaction_version(app_id) is not None:
-            earlier = appended_fingerprint(table, app_id)
-            if earlier is not None and earlier != str(content):
-                raise AppendConflictError(
-                    f"{target.uri} {covered.display} was appended before with other rows "
-                    f"({earlier}; now {content}). An append cannot take back rows it added, "
-                    "so appending again would keep both. To replace the partition, write it "
-                    "with mode='overwrite' and partition_expr; to update rows by key, use "
-                    "mode='merge'"
-                )
-            return WriteResult.unchanged(
-                "append",
-                target.uri,
-                table.version(),
-                content,
-                attempts=number + 1,
-                proof=Proof.TXN,
-                details={"txn_app_id": app_id},
-            )
-        if table is None:
-            write_deltalake(
-                target.uri,
-                rows,
-                mode="error",
-                partition_by=list(plan.partition_by) or None,
-                storage_options=target.options(),
-                configuration=dict(plan.table_config) if plan.table_config else None,
-                writer_properties=plan.writer_properties,
-                commit_properties=properties,
-            )
-            version = 0
-        else:
-            write_deltalake(
-                table,
-                rows,
-                mode="append",
-                schema_mode="merge" if plan.schema_mode == "merge" else None,
-                writer_properties=plan.writer_properties,
-                commit_properties=properties,
-            )
-            version = table.version()
-        return WriteResult.written(
-            "append",
-            target.uri,
-            version,
-            rows.num_rows,
-            content,
-            rows_inserted=rows.num_rows,
-            attempts=number + 1,
-            details={"txn_app_id": app_id},
-        )
-
-    return with_commit_retries(attempt)
+    return dataclasses.replace(result, details={**result.details, "txn_app_id": app_id})
 
 
 def appended_fingerprint(table: DeltaTable, app_id: str) -> str | None:
@@ -245,11 +222,7 @@ def _create_once(
         if table is not None:
             if plan.mode == "ignore":
                 return WriteResult.unchanged(
-                    "ignore",
-                    target.uri,
-                    table.version(),
-                    content,
-                    proof=Proof.TABLE_EXISTS,
+                    "ignore", target.uri, table.version(), content, proof=Proof.TABLE_EXISTS
                 )
             if fingerprint(read_rows(table)) == content:
                 return WriteResult.unchanged(
@@ -264,16 +237,7 @@ def _create_once(
                 f"mode='error': a Delta table already exists at {target.uri} and holds other "
                 "rows than this output; nothing was written"
             )
-        write_deltalake(
-            target.uri,
-            rows,
-            mode="error",
-            partition_by=list(plan.partition_by) or None,
-            storage_options=target.options(),
-            configuration=dict(plan.table_config) if plan.table_config else None,
-            writer_properties=plan.writer_properties,
-            commit_properties=properties,
-        )
+        create_with(target, rows, plan.partition_by, properties, plan.options())
         return WriteResult.written(
             plan.mode,
             target.uri,

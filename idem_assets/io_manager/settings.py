@@ -12,7 +12,6 @@ from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-from deltalake import WriterProperties
 
 from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode, clause_merge
 from idem_assets.io_manager.modes import ModeWrite
@@ -60,7 +59,7 @@ def mode_write(
         scope=covered.conditions,
         partition_by=covered.partition_by,
         partitioned=context.has_asset_partitions,
-        writer_properties=WriterProperties(**dict(writer)) if writer else None,
+        writer_properties=dict(writer) if writer else None,
         table_config=table_config,
     )
     return plan, covered

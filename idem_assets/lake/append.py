@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from idem_assets.lake.fingerprint import fingerprint
+from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import (
+    DEFAULT_OPTIONS,
     LakeTable,
+    WriteOptions,
     commit_properties,
     table_schema,
     with_commit_retries,
@@ -42,11 +44,16 @@ def append_exactly_once(
     app_id: str,
     version: int,
     *,
-    partition_column: str | None = None,
+    partition_column: str | Sequence[str] | None = None,
     schema: pa.Schema | None = None,
     commit_metadata: Mapping[str, Any] | None = None,
+    options: WriteOptions = DEFAULT_OPTIONS,
+    known_fingerprint: Fingerprint | None = None,
 ) -> WriteResult:
     """Append ``data`` as batch ``version`` of ``app_id`` unless it already committed.
+
+    ``options``: the table configuration and writer properties of a table-creating write,
+    and ``evolve_schema`` (new columns are added to the table; stored rows read null).
 
     The check reads ``transaction_version`` from a fresh snapshot on every
     attempt. Versions must grow by one per batch of one app id; use an app id per
@@ -60,7 +67,7 @@ def append_exactly_once(
     rows = to_arrow(data)
     if schema is not None:
         rows = conform(rows, schema)
-    batch_fp = fingerprint(rows)
+    batch_fp = known_fingerprint or fingerprint(rows)
     txn = Transaction(app_id=app_id, version=version)
     properties = commit_properties(
         {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}, [txn]
@@ -80,21 +87,17 @@ def append_exactly_once(
                 details={"txn_version": done},
             )
         if table is None:
-            write_deltalake(
-                target.uri,
-                rows,
-                mode="error",
-                storage_options=target.options(),
-                partition_by=[partition_column] if partition_column else None,
-                commit_properties=properties,
-            )
+            columns = [partition_column] if isinstance(partition_column, str) else partition_column
+            create_with(target, rows, list(columns or ()), properties, options)
             new_version = 0
         else:
             # An empty batch still commits, so the txn version advances past it.
             write_deltalake(
                 table,
-                conform(rows, table_schema(table)),
+                rows if options.evolve_schema else conform(rows, table_schema(table)),
                 mode="append",
+                schema_mode="merge" if options.evolve_schema else None,
+                writer_properties=options.writer(),
                 commit_properties=properties,
             )
             new_version = table.version()
@@ -110,3 +113,24 @@ def append_exactly_once(
         )
 
     return with_commit_retries(attempt)
+
+
+def create_with(
+    target: LakeTable,
+    rows: pa.Table,
+    partition_by: Sequence[str],
+    properties: CommitProperties,
+    options: WriteOptions = DEFAULT_OPTIONS,
+) -> None:
+    """Create the table holding ``rows`` (``mode="error"``: a racer that created it first
+    makes this fail, and the caller decides again)."""
+    write_deltalake(
+        target.uri,
+        rows,
+        mode="error",
+        partition_by=list(partition_by) or None,
+        storage_options=target.options(),
+        configuration=options.configuration(),
+        writer_properties=options.writer(),
+        commit_properties=properties,
+    )
