@@ -379,6 +379,7 @@ def run_spark(state: dict[str, Any]) -> dict[str, Any]:
             schema=ORDERS.schema,
             cluster_by=ORDERS.natural_key,
         )
+        judged = judged_storage(state["spark"])
         batch.unpersist()
     except Exception as exc:  # a failed job is a result: reported with its cause
         return {"error": failure(exc), "driver_python": _driver_peak()}
@@ -388,7 +389,33 @@ def run_spark(state: dict[str, Any]) -> dict[str, Any]:
         "written": result.rows_written,
         "dropped": deduped.duplicates_dropped,
         "driver_python": _driver_peak(),
+        "judged": judged,
     }
+
+
+def judged_storage(spark: Any) -> dict[str, Any] | None:
+    """The persisted judged frame as the driver's block manager knows it at the end of the
+    write: its storage level and how much of it is in memory and on disk (MiB). The judged
+    frame is the only persisted one then."""
+    infos = list(spark.sparkContext._jsc.sc().getRDDStorageInfo())
+    if not infos:
+        return None
+    mib = 2**20
+    return {
+        "level": infos[0].storageLevel().description(),
+        "memory": sum(i.memSize() for i in infos) / mib,
+        "disk": sum(i.diskSize() for i in infos) / mib,
+    }
+
+
+def storage_spelled(judged: dict[str, Any] | None) -> str:
+    """A judged frame's storage in a few words."""
+    if not judged:
+        return "?"
+    return (
+        f"{judged['level']}: {judged['memory']:,.0f} MiB in memory, "
+        f"{judged['disk']:,.0f} MiB on disk"
+    )
 
 
 def verify_spark(state: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -586,6 +613,17 @@ def run_engines(
             f"- the cluster takes {stats[2].median / local.median:.1f}× the local engine's "
             f"wall time, local[2] {stats[1].median / local.median:.1f}×."
         )
+    from idem_assets.spark.landing import IN_MEMORY_FILE_BYTES
+
+    judged = {s.name: s.last("judged") for s in stats[1:] if not _error(s)}
+    if judged:
+        md.append(
+            "- the persisted judged frame at the end of the write (the driver's block "
+            "manager; `read_landing_spark` keeps it on disk only when a file of the day is "
+            f"over {IN_MEMORY_FILE_BYTES / 2**20:g} MiB): "
+            + "; ".join(f"{name} {storage_spelled(j)}" for name, j in judged.items())
+            + "."
+        )
     md += [f"- {MEMORY_NOTE}", ""]
     numbers = {
         "rows": rows_in,
@@ -596,6 +634,7 @@ def run_engines(
         "executor_total": {s.name: _peak(s, "executor_total") for s in stats[1:]},
         "same": same,
         "errors": {s.name: e for s in stats if (e := _error(s))},
+        "judged": judged,
     }
     return md, numbers
 
@@ -620,7 +659,9 @@ def _big_case(cluster: Cluster, work: Path, base_rows: int, target_bytes: int) -
         "error": _error(stat),
         "written": stat.last("written"),
         **{key: _peak(stat, key) for key in PEAKS},
-        "block": judged_block(cluster.root),
+        "block": judged_block(cluster.root, stat.last("judged")),
+        "judged": stat.last("judged"),
+        "level": stored_as(csv_file),
         "timeline": stat.last("timeline", []),
     }
 
@@ -629,9 +670,20 @@ _STORED = re.compile(r"Block rdd_\d+_0 stored as \w+ in memory \(estimated size 
 _TOO_LARGE = re.compile(r"Not enough space to cache rdd_\d+_0 in memory! \(computed ([\d.]+) MiB")
 
 
-def judged_block(cluster_root: Path) -> str:
-    """The file's block of the persisted judged frame, as the last application's executors
-    logged it: its size when kept in memory, else how far it unrolled before going to disk."""
+def stored_as(path: Path) -> str:
+    """The storage level ``read_landing_spark`` persists a day of this one file at."""
+    from idem_assets.spark.landing import storage_level
+
+    level = storage_level([(path.name, path.stat().st_size)])
+    return "MEMORY_AND_DISK" if level.useMemory else "DISK_ONLY"
+
+
+def judged_block(cluster_root: Path, judged: dict[str, Any] | None = None) -> str:
+    """The file's block of the persisted judged frame: on disk only, its size there (the
+    driver's block manager); else as the last application's executors logged it: its size
+    when kept in memory, else how far it unrolled before going to disk."""
+    if judged and judged["disk"] and not judged["memory"]:
+        return f"{judged['disk']:,.0f} MiB on disk"
     apps = sorted({path.name for path in cluster_root.glob("worker-*/app-*")})
     logs = [
         path.read_text(errors="replace")
@@ -656,7 +708,8 @@ BIG_HEADERS = [
     "executor JVM peak MiB",
     "executor Python workers peak MiB",
     "executor peak MiB (JVM + Python workers)",
-    "judged block (executor log)",
+    "judged frame persisted",
+    "judged block",
 ]
 
 
@@ -675,6 +728,7 @@ def _big_row(case: dict[str, Any]) -> list[Any]:
         case["rows"],
         *outcome,
         *(case[key] for key in PEAKS),
+        f"`{case.get('level', '?')}`",
         case["block"],
     ]
 
@@ -715,7 +769,8 @@ def spilled_block(cases: list[dict[str, Any]]) -> str:
     beyond = f" (the {_gb(max(larger, key=lambda c: c['bytes']))} file's)" if larger else ""
     return (
         "What runs out is not a piece: a file is one partition of the judged frame, "
-        "persisted `MEMORY_AND_DISK` (serialized, as PySpark's levels are), so one block "
+        f"persisted `{failed[0].get('level', '?')}` (serialized, as PySpark's levels are), "
+        "so one block "
         "(column *judged block*). A block that does not unroll in memory, or that the "
         "dedupe's sort evicts, goes to disk and is read back whole into one heap buffer "
         f"whenever it fits the memory store ({STORAGE_MIB:.0f} MiB of a {HEAP_MIB:,} MiB "
@@ -727,11 +782,20 @@ def spilled_block(cases: list[dict[str, Any]]) -> str:
     )
 
 
+HISTORY = (
+    "before commit 4a883c5 the judged frame of every day was persisted `MEMORY_AND_DISK` "
+    "and the 0.29 GB file failed: its block, spilled to disk, was read back whole into the "
+    "1 GiB heap (`java.lang.OutOfMemoryError: Java heap space` in "
+    "`BlockManager.maybeCacheDiskBytesInMemory`)."
+)
+
+
 def run_big_csv(
     cluster: Cluster, work: Path, base_rows: int, sizes: tuple[int, ...]
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """S6: the markdown lines and one case per file (the target's first)."""
     from idem_assets.landing.pieces import PIECE_BYTES
+    from idem_assets.spark.landing import IN_MEMORY_FILE_BYTES
 
     cases = [_big_case(cluster, work, base_rows, size) for size in sizes]
     target = cases[0]
@@ -748,8 +812,9 @@ def run_big_csv(
         "`spark.task.maxFailures=1` (a task that runs out of memory would on every "
         "attempt). A file is one read task: one executor reads it in pieces of "
         f"{PIECE_BYTES / 2**20:.0f} MiB of whole records into one partition of the "
-        "persisted judged frame (memory and disk); the dedupe and the write shuffle it to "
-        "both executors. One sample per file.",
+        "persisted judged frame (`read_landing_spark` persists it `DISK_ONLY` when a file "
+        f"of the day is over {IN_MEMORY_FILE_BYTES / 2**20:g} MiB, else `MEMORY_AND_DISK`); "
+        "the dedupe and the write shuffle it to both executors. One sample per file.",
         "",
         table(BIG_HEADERS, [_big_row(c) for c in sorted(cases, key=lambda c: c["bytes"])]),
         "",
@@ -761,8 +826,10 @@ def run_big_csv(
             else []
         ),
         "- memory columns as in S5; judged block: the file's partition of the persisted "
-        "judged frame as the executor logged it (its size when kept in memory, else how far "
-        "it unrolled before going to disk).",
+        "judged frame, on disk only its size there (the driver's block manager at the end "
+        "of the write), else as the executor logged it (its size when kept in memory, else "
+        "how far it unrolled before going to disk).",
+        f"- {HISTORY}",
         "",
     ]
     return md, cases
