@@ -1,17 +1,11 @@
 """The idempotent Delta IO manager and its per-asset write spec."""
 
+from idem_assets.io_manager.batch import PreparedBatch, prepare
 from idem_assets.io_manager.delta_modes import MergeConfig, MergeType, SchemaMode, WriteMode
 from idem_assets.io_manager.manager import IdempotentDeltaIOManager, output_window, target_table
 from idem_assets.io_manager.output import StaleSkipError, TableOutput
 from idem_assets.io_manager.spec import WriteSpec
-from idem_assets.io_manager.strategies import (
-    PreparedBatch,
-    RerunComparison,
-    compare,
-    prepare,
-    read,
-    write,
-)
+from idem_assets.io_manager.strategies import RerunComparison, compare, read, write
 from idem_assets.io_manager.window import Window
 
 __all__ = [

@@ -6,7 +6,7 @@ It is constructed like dagster-deltalake's IO managers (``root_uri``, ``storage_
 """
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
@@ -18,7 +18,14 @@ from pydantic import Field, field_validator, model_validator
 
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode
-from idem_assets.io_manager.engines import is_spark_frame, write_spark
+from idem_assets.io_manager.handlers import (
+    OutputHandler,
+    WriteRequest,
+    handed_over,
+    handler_for,
+    is_spark_frame,
+)
+from idem_assets.io_manager.inputs import read_input
 from idem_assets.io_manager.location import TablePath, dropin_path, lake_path
 from idem_assets.io_manager.metadata import RowCounts, output_metadata
 from idem_assets.io_manager.modes import write_by_mode
@@ -31,34 +38,19 @@ from idem_assets.io_manager.settings import (
     setting,
     upstream_mode,
 )
-from idem_assets.io_manager.slices import (
-    PartitionSlice,
-    arrow_type_of,
-    partition_slice,
-    partitions_label,
-)
+from idem_assets.io_manager.slices import PartitionSlice
 from idem_assets.io_manager.spec import WriteSpec
-from idem_assets.io_manager.strategies import (
-    PreparedBatch,
-    Window,
-    prepare,
-    slice_conditions,
-    streamable,
-    write,
-    write_stream,
-)
+from idem_assets.io_manager.strategies import Window, strategy_for
 from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat
 from idem_assets.lake import (
     Fingerprint,
     LakeTable,
     Proof,
+    WriteOptions,
     WriteResult,
-    date_range,
-    read_rows,
     slice_signature,
 )
-from idem_assets.lake.frames import as_type, is_writable, to_arrow, unsupported
-from idem_assets.lake.predicates import Condition, quote_identifier
+from idem_assets.lake.frames import to_arrow
 from idem_assets.lake.tables import table_schema
 from idem_assets.partitions import window_dates
 from idem_assets.resources import CheckpointResource, LakeResource, storage_option_values
@@ -75,29 +67,6 @@ def output_window(context: dg.OutputContext | dg.InputContext) -> Window:
 def target_table(lake: LakeResource, spec: WriteSpec, asset_key: dg.AssetKey) -> LakeTable:
     """The Delta table an asset writes in the project lake: ``spec.table`` or its key path."""
     return lake.table(spec.table or "/".join(asset_key.path))
-
-
-def spark_conditions(spec: WriteSpec, window: Window) -> list[Condition]:
-    """The slice a Spark write covers: its partitions (merge: the whole table)."""
-    if spec.strategy == "overwrite" and window.start and window.end and spec.partition_column:
-        return [date_range(spec.partition_column, window.start, window.end)]
-    return []
-
-
-def record_slice(
-    context: dg.OutputContext | dg.InputContext, spec: WriteSpec, schema: pa.Schema | None
-) -> PartitionSlice:
-    """What an output's write covers, as conditions and a stable label.
-
-    An overwrite covers exactly its partitions of the partition column(s); a merge or a
-    replace covers what its strategy decides, and its partitions only name the record.
-    """
-    if not context.has_asset_partitions:
-        return PartitionSlice.whole_table()
-    if spec.strategy == "overwrite":
-        return partition_slice(context, spec.partition_columns, arrow_type_of(schema))
-    label, days = partitions_label(context)
-    return PartitionSlice((), (), label, days)
 
 
 class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
@@ -257,13 +226,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         """Deduplicate per spec, write idempotently and tracked, attach the write's metadata."""
         if obj is None:
             return
-        output = obj if isinstance(obj, TableOutput) else TableOutput(obj)
-        if (
-            output.rows is not None
-            and not is_spark_frame(output.rows)
-            and not is_writable(output.rows)
-        ):
-            raise unsupported(type(output.rows))
+        output = handed_over(obj if isinstance(obj, TableOutput) else TableOutput(obj))
         metadata = context.definition_metadata or {}
         mode = mode_of(setting(context, "mode") or self.mode)
         if mode in (WriteMode.merge, WriteMode.append, WriteMode.error, WriteMode.ignore):
@@ -277,24 +240,37 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                 )
             metadata = {**metadata, "idem/strategy": "replace", "idem/allow_empty": True}
         spec = WriteSpec.for_output(metadata, context.has_asset_partitions)
+        strategy = strategy_for(spec)
         target, name = self._table(context, spec)
+
+        def covered_by(table: DeltaTable | None) -> PartitionSlice:
+            return strategy.covers(context, spec, _schema_of(output, table))
+
+        def written(
+            log: LakeWriteLog, table: DeltaTable | None, covered: PartitionSlice
+        ) -> dict[str, Any]:
+            if output.unchanged:
+                return self._confirm_unchanged(log, spec, target, table, covered, output)
+            handler, handed = handler_for(spec, strategy, output, covered)
+            return self._write(context, log, name, spec, target, table, covered, handed, handler)
+
+        self._tracked(context, spec.strategy, name, target, covered_by, written)
+
+    def _tracked(
+        self,
+        context: dg.OutputContext,
+        what: str,
+        name: str,
+        target: LakeTable,
+        covered_by: Callable[[DeltaTable | None], PartitionSlice],
+        written: Callable[[LakeWriteLog, DeltaTable | None, PartitionSlice], dict[str, Any]],
+    ) -> None:
+        """Open the write log of the output's slice, reconcile a stopped run's record, write,
+        and report: the one frame of every write, whatever its strategy or mode."""
         started = time.perf_counter()
-        checkpoint = self._checkpoint()
-        with checkpoint.open() as store:
+        with self._checkpoint().open() as store:
             table = target.open()
-            if (
-                output.rows is not None
-                and not is_spark_frame(output.rows)
-                and not isinstance(output.rows, pa.RecordBatchReader)
-            ):
-                output = TableOutput(
-                    to_arrow(output.rows),
-                    output.input_signature,
-                    output.schema,
-                    output.input_hashes,
-                )
-            schema = _schema_of(output, table)
-            covered = record_slice(context, spec, schema)
+            covered = covered_by(table)
             log = LakeWriteLog(store, name, covered.label, context.run_id, self.write_lease_seconds)
             reconciled = log.reconcile(table)
             for item in reconciled:
@@ -306,18 +282,13 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                         else "it never committed"
                     )
                 )
-            if output.unchanged:
-                metadata = self._confirm_unchanged(log, spec, target, table, covered, output)
-            else:
-                metadata = self._write(
-                    context, checkpoint, log, name, spec, target, table, covered, output
-                )
+            metadata = written(log, table, covered)
         metadata["write_seconds"] = round(time.perf_counter() - started, 3)
         metadata["reconciled_records"] = len(reconciled)
         metadata.setdefault("dagster/table_name", name.replace("/", "."))
         context.add_output_metadata(metadata)
         context.log.info(
-            f"{spec.strategy} {target.uri} {covered.display}: "
+            f"{what} {target.uri} {covered.display}: "
             + (
                 f"committed version {metadata['delta_version']}"
                 if metadata["committed"]
@@ -329,7 +300,6 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
     def _write(
         self,
         context: dg.OutputContext,
-        checkpoint: CheckpointResource,
         log: LakeWriteLog,
         name: str,
         spec: WriteSpec,
@@ -337,78 +307,41 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         table: DeltaTable | None,
         covered: PartitionSlice,
         output: TableOutput,
+        handler: OutputHandler,
     ) -> dict[str, Any]:
         """Prepare, claim, write (or prove a no-op) and settle; the write's metadata.
 
         ``table`` is the table as opened before the write, reused to sign an unchanged slice.
         """
-        spark = is_spark_frame(output.rows)
-        stream = isinstance(output.rows, pa.RecordBatchReader)
-        window = covered.window
-        if stream and not streamable(spec, window):
-            # A stream that must be deduplicated, merged or written to anything but date
-            # partitions is read whole and written like a table.
-            output = TableOutput(
-                to_arrow(output.rows), output.input_signature, output.schema, output.input_hashes
-            )
-            stream = False
         # The batch first: its fingerprint is then hashed on another thread while the
         # checkpoint is written, and an unchanged rerun (hash-bound) waits for it less.
         try:
-            batch = None if spark or stream else prepare(spec, output.rows)
+            prepared = handler.prepare(spec, output)
         except BaseException as error:
             log.fail(log.begin({"window": covered.display}), error)
             raise
         claim = log.begin({"window": covered.display})
-        settled = log.last_settled()
+        request = WriteRequest(
+            spec,
+            strategy_for(spec),
+            target,
+            covered,
+            {**self._commit_metadata(context, name, covered), **log.commit_metadata(claim)},
+            log.last_settled(),
+            WriteOptions(**self._options_of(context)),
+        )
         crash_point(f"lake.before_write/{name}")
-        commit_metadata = {
-            **self._commit_extras(context),
-            "idem.asset": name,
-            "idem.window": covered.display,
-            "idem.run_id": context.run_id,
-            **log.commit_metadata(claim),
-        }
+        checkpoint = self._checkpoint()
         try:
-            conditions = self._conditions(spec, covered, window, batch)
             with lease_heartbeat(
                 checkpoint.resolved_url, claim, self.write_lease_seconds, checkpoint.clock()
             ):
-                if stream:
-                    result = write_stream(
-                        spec,
-                        target,
-                        output.rows,
-                        window,
-                        output.schema,
-                        commit_metadata,
-                        settled=settled,
-                    )
-                elif batch is None:
-                    outcome = write_spark(
-                        spec, target, output.rows, window, output.schema, commit_metadata
-                    )
-                    result = outcome.result
-                else:
-                    result = write(
-                        spec,
-                        target,
-                        batch,
-                        window,
-                        commit_metadata,
-                        settled=settled,
-                        conditions=conditions,
-                        partition_by=covered.partition_by,
-                        options=self._options_of(context),
-                    )
+                done = prepared.write(request)
         except BaseException as error:
             log.fail(claim, error)
             raise
         crash_point(f"lake.after_commit/{name}")
-        if spark:
-            conditions = spark_conditions(spec, window)
-        elif stream:
-            conditions = slice_conditions(spec, window, None)
+        result = done.result
         # Sign the slice as of our own version: a later writer's files must not be
         # credited with our fingerprint.
         signed = (
@@ -416,53 +349,44 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             if table is not None and table.version() == result.version
             else target.open(result.version)
         )
-        files = slice_signature(signed, conditions)
-        rows = result.fingerprint.rows if batch is None else batch.rows.num_rows
-        metadata_duplicates = (
-            outcome.duplicates_dropped
-            if spark
-            else batch.duplicates_dropped
-            if batch is not None
-            else 0
-        )
         log.settle(
             claim,
             fingerprint=str(result.fingerprint),
-            files=files,
+            files=slice_signature(signed, done.touched),
             version=result.version,
             committed=result.committed,
-            rows=rows,
+            rows=done.counts.rows,
             input_signature=output.input_signature,
             input_hashes=output.input_hashes or {},
-            conditions=conditions,
-            duplicates_dropped=int(metadata_duplicates),
+            conditions=done.touched,
+            duplicates_dropped=int(done.counts.duplicates_dropped),
         )
-        if spark:
-            counts = RowCounts(rows, metadata_duplicates, conflicting_keys=outcome.conflicting_keys)
-        else:
-            counts = RowCounts(
-                rows,
-                metadata_duplicates,
-                input_rows=rows if batch is None else batch.input_rows,
-                conflicting_keys=0 if batch is None else batch.conflicting_keys,
-                streamed=batch is None,
-            )
         metadata = output_metadata(
-            spec, result, covered.display, counts, engine="spark" if spark else None
+            spec, result, covered.display, done.counts, engine=handler.engine
         )
         declared = "dagster/column_schema" in (context.definition_metadata or {})
-        if batch is not None and not declared:
+        if done.columns is not None and not declared:
             # What dagster-deltalake shows: the columns written (when not declared).
             metadata["dagster/column_schema"] = dg.MetadataValue.table_schema(
                 dg.TableSchema(
-                    columns=[
-                        dg.TableColumn(name=f.name, type=str(f.type)) for f in batch.rows.schema
-                    ]
+                    columns=[dg.TableColumn(name=f.name, type=str(f.type)) for f in done.columns]
                 )
             )
         if output.input_signature:
             metadata["input_signature"] = output.input_signature
         return metadata
+
+    def _commit_metadata(
+        self, context: dg.OutputContext, name: str, covered: PartitionSlice
+    ) -> dict[str, Any]:
+        """What every commit of the output carries: the configured entries, then the asset,
+        its window and its run."""
+        return {
+            **self._commit_extras(context),
+            "idem.asset": name,
+            "idem.window": covered.display,
+            "idem.run_id": context.run_id,
+        }
 
     def _options_of(self, context: dg.OutputContext | None = None) -> dict[str, Any]:
         schema_mode = setting(context, "schema_mode") if context else None
@@ -490,8 +414,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                 "a Spark DataFrame is written with mode 'overwrite'"
             )
         rows = to_arrow(output.rows)
-        table_name = setting(context, "idem/table")
-        target, name = self._located(context, table_name)
+        target, name = self._located(context, setting(context, "idem/table"))
         plan, covered = mode_write(
             context,
             mode,
@@ -501,19 +424,12 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
             writer_properties=self.writer_properties,
             table_config=self._table_config(context),
         )
-        started = time.perf_counter()
         checkpoint = self._checkpoint()
-        with checkpoint.open() as store:
-            table = target.open()
-            log = LakeWriteLog(store, name, covered.label, context.run_id, self.write_lease_seconds)
-            reconciled = log.reconcile(table)
-            commit_metadata = {
-                **self._commit_extras(context),
-                "idem.asset": name,
-                "idem.window": covered.display,
-                "idem.run_id": context.run_id,
-            }
-            written = write_by_mode(
+
+        def written(
+            log: LakeWriteLog, table: DeltaTable | None, _: PartitionSlice
+        ) -> dict[str, Any]:
+            return write_by_mode(
                 plan,
                 log,
                 name,
@@ -521,33 +437,12 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
                 table,
                 covered,
                 rows,
-                commit_metadata,
+                self._commit_metadata(context, name, covered),
                 checkpoint=checkpoint,
                 lease_seconds=self.write_lease_seconds,
             )
-        written["write_seconds"] = round(time.perf_counter() - started, 3)
-        written["reconciled_records"] = len(reconciled)
-        written.setdefault("dagster/table_name", name.replace("/", "."))
-        context.add_output_metadata(written)
-        context.log.info(
-            f"{mode.value} {target.uri} {covered.display}: "
-            + (
-                f"committed version {written['delta_version']}"
-                if written["committed"]
-                else f"unchanged, no commit (version {written['delta_version']}, proven by "
-                f"{written['no_op_proof']})"
-            )
-        )
 
-    @staticmethod
-    def _conditions(
-        spec: WriteSpec, covered: PartitionSlice, window: Window, batch: PreparedBatch | None
-    ) -> list[Condition]:
-        if spec.strategy == "overwrite":
-            return list(covered.conditions)
-        if spec.strategy == "merge" and batch is not None:
-            return slice_conditions(spec, window, batch)
-        return []
+        self._tracked(context, mode.value, name, target, lambda _: covered, written)
 
     def _confirm_unchanged(
         self,
@@ -623,28 +518,9 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         """The upstream rows of the input's (mapped) partitions, as the input's annotation."""
         upstream = context.upstream_output
         assert upstream is not None
-        kind = context.dagster_type.typing_type
-        as_type(pa.table({}), kind)  # an unsupported annotation fails before any read
         spec = self._read_spec(upstream, context.has_asset_partitions)
         target, _ = self._table(upstream, spec)
-        table = target.open()
-        columns = _columns(context)
-        covered = _input_slice(context, spec, table)
-        if table is None and not covered.empty:
-            name = (
-                upstream.asset_key.to_user_string() if upstream.has_asset_key else (upstream.name)
-            )
-            raise FileNotFoundError(f"no Delta table at {target.uri}: materialize {name} first")
-        if covered.empty:
-            # The mapped upstream partitions do not exist (a self-dependent asset's first
-            # partition): no rows, with the table's columns when there is a table.
-            if table is None:
-                return as_type(pa.table({}), kind)
-            stored = table_schema(table)
-            wanted = stored if columns is None else pa.schema([stored.field(c) for c in columns])
-            return as_type(wanted.empty_table(), kind)
-        rows = read_rows(table, ranges=covered.conditions, columns=columns)
-        return as_type(rows, kind)
+        return read_input(context, spec, target)
 
 
 def _schema_of(output: TableOutput, table: DeltaTable | None) -> pa.Schema | None:
@@ -654,30 +530,3 @@ def _schema_of(output: TableOutput, table: DeltaTable | None) -> pa.Schema | Non
     if output.schema is not None:
         return output.schema
     return table_schema(table) if table is not None else None
-
-
-def _columns(context: dg.InputContext) -> list[str] | None:
-    metadata = context.definition_metadata or {}
-    columns = getattr(metadata.get("columns"), "value", metadata.get("columns"))
-    if columns is None:
-        return None
-    if isinstance(columns, str) or not isinstance(columns, Sequence):
-        raise ValueError(
-            f"input metadata 'columns' must be a list of column names, got {columns!r}"
-        )
-    for column in columns:
-        quote_identifier(column)  # plain identifiers only
-    return list(columns)
-
-
-def _input_slice(
-    context: dg.InputContext, spec: WriteSpec, table: DeltaTable | None
-) -> PartitionSlice:
-    """The upstream partitions an input reads (partition mappings applied by Dagster)."""
-    if not context.has_asset_partitions:
-        return PartitionSlice.whole_table()
-    columns = spec.partition_columns
-    if columns is None:
-        return PartitionSlice.whole_table()
-    schema = table_schema(table) if table is not None else None
-    return partition_slice(context, columns, arrow_type_of(schema))

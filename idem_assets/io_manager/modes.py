@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,24 +140,33 @@ def _write(
     content: Fingerprint,
     metadata: Mapping[str, Any],
 ) -> WriteResult:
-    if plan.mode == "merge":
-        assert plan.merge is not None
-        return merge_by_clauses(
-            target,
-            rows,
-            plan.merge,
-            scope=plan.scope,
-            partition_by=plan.partition_by,
-            commit_metadata=metadata,
-            writer_properties=plan.options().writer(),
-            table_config=plan.table_config,
-            known_fingerprint=content,
-        )
-    if plan.mode == "append":
-        return _append(plan, name, target, covered, rows, content, metadata)
-    if plan.mode in ("error", "ignore"):
-        return _create_once(plan, target, rows, content, metadata)
-    raise MergeConfigError(f"mode {plan.mode!r} is not written here")
+    writer = _MODE_WRITERS.get(plan.mode)
+    if writer is None:
+        raise MergeConfigError(f"mode {plan.mode!r} is not written here")
+    return writer(plan, name, target, covered, rows, content, metadata)
+
+
+def _merge(
+    plan: ModeWrite,
+    name: str,
+    target: LakeTable,
+    covered: PartitionSlice,
+    rows: pa.Table,
+    content: Fingerprint,
+    metadata: Mapping[str, Any],
+) -> WriteResult:
+    assert plan.merge is not None
+    return merge_by_clauses(
+        target,
+        rows,
+        plan.merge,
+        scope=plan.scope,
+        partition_by=plan.partition_by,
+        commit_metadata=metadata,
+        writer_properties=plan.options().writer(),
+        table_config=plan.table_config,
+        known_fingerprint=content,
+    )
 
 
 def append_id(name: str, covered: PartitionSlice, content: Fingerprint, partitioned: bool) -> str:
@@ -210,7 +219,9 @@ def appended_fingerprint(table: DeltaTable, app_id: str) -> str | None:
 
 def _create_once(
     plan: ModeWrite,
+    name: str,
     target: LakeTable,
+    covered: PartitionSlice,
     rows: pa.Table,
     content: Fingerprint,
     metadata: Mapping[str, Any],
@@ -249,6 +260,15 @@ def _create_once(
         )
 
     return with_commit_retries(attempt)
+
+
+# Each mode's write, chosen here and nowhere else.
+_MODE_WRITERS: Mapping[str, Callable[..., WriteResult]] = {
+    "merge": _merge,
+    "append": _append,
+    "error": _create_once,
+    "ignore": _create_once,
+}
 
 
 def _metadata(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -26,7 +26,7 @@ STRATEGY_DESCRIPTIONS: dict[str, str] = {
 class WriteSpec(BaseModel):
     """How the IO manager writes an asset's output to its Delta table."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, extra="forbid")
 
     strategy: Strategy = Field(description="Idempotent write strategy for this table.")
     natural_key: tuple[str, ...] = Field(

@@ -1,63 +1,52 @@
-"""Per-strategy write, read and rerun-comparison code shared by the IO manager and checks."""
+"""The write strategies as objects: what a write covers, touches, writes and compares.
+
+One object per strategy (``overwrite``, ``merge``, ``replace``), chosen in one place
+(``strategy_for``) from one mapping; the IO manager, the Spark handler and the checks ask
+the same object, so what a write replaces, what it signs and what its rerun check
+compares cannot drift apart.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pyarrow as pa
-from deltalake import DeltaTable
-
+from idem_assets.io_manager.batch import PreparedBatch
 from idem_assets.io_manager.noop import same_content
+from idem_assets.io_manager.slices import (
+    PartitionSlice,
+    arrow_type_of,
+    partition_slice,
+    partitions_label,
+)
 from idem_assets.io_manager.spec import WriteSpec
-from idem_assets.io_manager.tracking import SettledWrite
 from idem_assets.io_manager.window import Window
 from idem_assets.lake import (
-    DedupeResult,
     Fingerprint,
     LakeTable,
-    PendingFingerprint,
     Proof,
     WriteOptions,
     WriteResult,
     count_row_differences,
     date_range,
-    dedupe_newest,
     fingerprint,
     merge_upsert,
     overwrite_slice,
-    overwrite_stream,
     plan_merge,
     read_rows,
     replace_table,
 )
-from idem_assets.lake.fingerprint import resolve
-from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.merge import pruning_ranges
 from idem_assets.lake.predicates import Condition
 
+if TYPE_CHECKING:
+    import dagster as dg
+    import pyarrow as pa
 
-@dataclass(frozen=True)
-class PreparedBatch:
-    """An asset's output after deduplication, ready to be written or compared."""
-
-    rows: pa.Table
-    input_rows: int
-    duplicates_dropped: int
-    conflicting_keys: int
-    # Started once here, on a background thread; every later step reuses it.
-    fingerprint_job: Fingerprint | PendingFingerprint
-
-    @property
-    def fingerprint(self) -> Fingerprint:
-        """The batch's fingerprint (waits if it is still being computed)."""
-        return resolve(self.fingerprint_job)
-
-    def dedupe_result(self) -> DedupeResult:
-        """The deduplication outcome, for strategies that would otherwise redo it."""
-        return DedupeResult(self.rows, self.duplicates_dropped, self.conflicting_keys)
+    from idem_assets.io_manager.tracking import SettledWrite
 
 
 @dataclass(frozen=True)
@@ -71,38 +60,252 @@ class RerunComparison:
     detail: str
 
 
-def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -> PreparedBatch:
-    """Conform to ``schema`` and keep one row per natural key when the spec asks for it."""
-    rows = to_arrow(data)
-    if schema is not None:
-        rows = conform(rows, schema)
-    if not spec.dedupe or not spec.natural_key:
-        return PreparedBatch(rows, rows.num_rows, 0, 0, PendingFingerprint(rows))
-    sort_by = [c for c in (spec.partition_column, *spec.prune_columns) if c]
-    result = dedupe_newest(rows, spec.natural_key, spec.version_column, sort_by=sort_by)
-    return PreparedBatch(
-        result.rows,
-        rows.num_rows,
-        result.duplicates_dropped,
-        result.conflicting_keys,
-        PendingFingerprint(result.rows),
-    )
+class WriteStrategy(ABC):
+    """One idempotent write strategy: its slice, the part it touches, its write, its check."""
+
+    name: ClassVar[str]
+
+    def covers(
+        self, context: dg.OutputContext | dg.InputContext, spec: WriteSpec, schema: pa.Schema | None
+    ) -> PartitionSlice:
+        """What an output's write covers. Here the partitions only name the record: the
+        strategy itself decides which rows it changes."""
+        if not context.has_asset_partitions:
+            return PartitionSlice.whole_table()
+        label, days = partitions_label(context)
+        return PartitionSlice((), (), label, days)
+
+    @abstractmethod
+    def touched(
+        self, spec: WriteSpec, covered: PartitionSlice, batch: PreparedBatch | None
+    ) -> list[Condition]:
+        """The part of the table a write of ``batch`` can change; its files are signed.
+
+        ``batch`` is None when the rows never reach the driver (a stream, a Spark frame).
+        """
+
+    def streams(self, spec: WriteSpec, window: Window) -> bool:
+        """Whether a record-batch stream can be written as it arrives, in flat memory."""
+        return False
+
+    def write(
+        self,
+        spec: WriteSpec,
+        target: LakeTable,
+        batch: PreparedBatch,
+        covered: PartitionSlice,
+        commit_metadata: Mapping[str, Any] | None = None,
+        *,
+        settled: SettledWrite | None = None,
+        options: WriteOptions | None = None,
+    ) -> WriteResult:
+        """Write a prepared batch; a no-op when nothing changed.
+
+        With ``settled`` (the slice's last settled write), a batch with the same fingerprint
+        over a slice whose files have not changed since is a proven no-op, decided from
+        table metadata without reading any data.
+        """
+        if settled is not None:
+            table = target.open()
+            batch_fp = batch.fingerprint
+            touched = self.touched(spec, covered, batch)
+            if table is not None and same_content(settled, table, batch_fp, touched):
+                return WriteResult.unchanged(
+                    spec.strategy,
+                    target.uri,
+                    table.version(),
+                    batch_fp,
+                    proof=Proof.CHECKPOINT,
+                    details={"record": settled.record_id},
+                )
+        return self.write_rows(spec, target, batch, covered, commit_metadata, options)
+
+    @abstractmethod
+    def write_rows(
+        self,
+        spec: WriteSpec,
+        target: LakeTable,
+        batch: PreparedBatch,
+        covered: PartitionSlice,
+        commit_metadata: Mapping[str, Any] | None,
+        options: WriteOptions | None,
+    ) -> WriteResult:
+        """The strategy's own write (it still commits nothing when the table holds the rows)."""
+
+    def compare(
+        self, spec: WriteSpec, target: LakeTable, batch: PreparedBatch, window: Window
+    ) -> RerunComparison:
+        """Compare a recomputed batch with what the table holds, without writing."""
+        expected = batch.fingerprint
+        ranges = self.touched(spec, window_slice(spec, window), None)
+        stored_rows = read_rows(target.open(), batch.rows.schema, ranges=ranges)
+        stored = fingerprint(stored_rows)
+        differing = 0 if stored == expected else count_row_differences(batch.rows, stored_rows)
+        return RerunComparison(
+            passed=stored == expected,
+            rows_differing=differing,
+            expected=expected,
+            stored=stored,
+            detail=f"{window.label()}: {differing} row(s) differ between the table and a "
+            "clean rerun",
+        )
 
 
-def slice_conditions(
-    spec: WriteSpec, window: Window, batch: PreparedBatch | None
-) -> list[Condition]:
-    """The part of the table a write of ``batch`` can touch (used to sign its files).
+class Overwrite(WriteStrategy):
+    """Replace exactly the output's partitions (replaceWhere) in one commit."""
 
-    ``batch`` is None for a streamed overwrite, whose slice is the window alone.
-    """
-    if spec.strategy == "overwrite":
-        start, end = _require_window(spec, window)
+    name = "overwrite"
+
+    def covers(
+        self, context: dg.OutputContext | dg.InputContext, spec: WriteSpec, schema: pa.Schema | None
+    ) -> PartitionSlice:
+        """Exactly the run's partitions of the partition column(s)."""
+        if not context.has_asset_partitions:
+            return PartitionSlice.whole_table()
+        return partition_slice(context, spec.partition_columns, arrow_type_of(schema))
+
+    def touched(
+        self, spec: WriteSpec, covered: PartitionSlice, batch: PreparedBatch | None
+    ) -> list[Condition]:
+        """The covered partitions (or the window's days of the partition column)."""
+        if covered.conditions:
+            return list(covered.conditions)
+        start, end = _require_window(spec, covered.window)
         return [date_range(spec.partition_column or "", start, end)]
-    if spec.strategy == "merge":
-        assert batch is not None, "a merge is never streamed"
-        return list(pruning_ranges(batch.rows, spec.prune_columns))
-    return []
+
+    def streams(self, spec: WriteSpec, window: Window) -> bool:
+        """Date partitions without deduplication: anything else needs the whole batch."""
+        return (
+            window.partitioned
+            and spec.partition_column is not None
+            and not spec.partition_expr
+            and not (spec.dedupe and spec.natural_key)
+        )
+
+    def write_rows(
+        self,
+        spec: WriteSpec,
+        target: LakeTable,
+        batch: PreparedBatch,
+        covered: PartitionSlice,
+        commit_metadata: Mapping[str, Any] | None,
+        options: WriteOptions | None,
+    ) -> WriteResult:
+        """replaceWhere of the covered partitions, laid out by the partition column(s)."""
+        partition_by = covered.partition_by if covered.conditions else (spec.partition_column,)
+        return overwrite_slice(
+            target,
+            batch.rows,
+            self.touched(spec, covered, batch),
+            partition_by=[c for c in partition_by if c],
+            commit_metadata=commit_metadata,
+            known_fingerprint=batch.fingerprint_job,
+            options=options or WriteOptions(),
+        )
+
+
+class Merge(WriteStrategy):
+    """Upsert the newest row per natural key (MERGE), pruned to the batch's key ranges."""
+
+    name = "merge"
+
+    def touched(
+        self, spec: WriteSpec, covered: PartitionSlice, batch: PreparedBatch | None
+    ) -> list[Condition]:
+        """The batch's ``[min, max]`` of the pruning columns; the whole table unread."""
+        return [] if batch is None else list(pruning_ranges(batch.rows, spec.prune_columns))
+
+    def write_rows(
+        self,
+        spec: WriteSpec,
+        target: LakeTable,
+        batch: PreparedBatch,
+        covered: PartitionSlice,
+        commit_metadata: Mapping[str, Any] | None,
+        options: WriteOptions | None,
+    ) -> WriteResult:
+        """MERGE of the winners on the natural key."""
+        return merge_upsert(
+            target,
+            batch.rows,
+            spec.natural_key,
+            version_column=spec.version_column,
+            partition_column=spec.partition_column,
+            prune_columns=spec.prune_columns,
+            commit_metadata=commit_metadata,
+            deduplicated=batch.dedupe_result() if spec.dedupe else None,
+            known_fingerprint=batch.fingerprint,
+        )
+
+    def compare(
+        self, spec: WriteSpec, target: LakeTable, batch: PreparedBatch, window: Window
+    ) -> RerunComparison:
+        """Whether a rerun's MERGE would insert or update any row."""
+        plan = plan_merge(
+            target.open(), batch.rows, spec.natural_key, spec.version_column, spec.prune_columns
+        )
+        return RerunComparison(
+            passed=plan.changes == 0,
+            rows_differing=plan.changes,
+            expected=batch.fingerprint,
+            stored=fingerprint(plan.current),
+            detail=(
+                f"a rerun would insert {plan.inserts} and update {plan.updates} row(s)"
+                if plan.changes
+                else "every batch row is stored or superseded by a newer version"
+            ),
+        )
+
+
+class Replace(WriteStrategy):
+    """Swap the whole table atomically."""
+
+    name = "replace"
+
+    def touched(
+        self, spec: WriteSpec, covered: PartitionSlice, batch: PreparedBatch | None
+    ) -> list[Condition]:
+        """The whole table."""
+        return []
+
+    def write_rows(
+        self,
+        spec: WriteSpec,
+        target: LakeTable,
+        batch: PreparedBatch,
+        covered: PartitionSlice,
+        commit_metadata: Mapping[str, Any] | None,
+        options: WriteOptions | None,
+    ) -> WriteResult:
+        """One commit that replaces every row."""
+        return replace_table(
+            target,
+            batch.rows,
+            commit_metadata=commit_metadata,
+            allow_empty=spec.allow_empty,
+            known_fingerprint=batch.fingerprint,
+            options=options or WriteOptions(),
+        )
+
+
+STRATEGIES: Mapping[str, WriteStrategy] = {s.name: s for s in (Overwrite(), Merge(), Replace())}
+
+
+def strategy_for(spec: WriteSpec) -> WriteStrategy:
+    """The strategy object that writes ``spec``'s table (append is a stream's own write)."""
+    strategy = STRATEGIES.get(spec.strategy)
+    if strategy is None:
+        raise ValueError(
+            f"strategy {spec.strategy!r} is written by its own asset, not the IO manager"
+        )
+    return strategy
+
+
+def window_slice(spec: WriteSpec, window: Window) -> PartitionSlice:
+    """The slice of a daily window on the spec's partition column (whole table without)."""
+    if window.partitioned and spec.partition_column:
+        return PartitionSlice.of_window(spec.partition_column, window)
+    return PartitionSlice((), (), window.record_key(), window)
 
 
 def write(
@@ -117,128 +320,34 @@ def write(
     partition_by: Sequence[str] = (),
     options: Mapping[str, Any] | None = None,
 ) -> WriteResult:
-    """Write a prepared batch with the spec's strategy; no-op when nothing changed.
+    """Write a prepared batch with the spec's strategy over ``window``; no-op when unchanged.
 
     An overwrite replaces exactly ``conditions`` (laid out by ``partition_by`` when it
-    creates the table), or else the spec's days of ``window``. With ``settled`` (the
-    slice's last settled write), a batch with the same fingerprint over a slice whose files
-    have not changed since is a proven no-op, decided from table metadata without reading
-    any data. ``options`` are ``WriteOptions`` fields.
+    creates the table), or else the spec's days of ``window``. ``options`` are
+    ``WriteOptions`` fields.
     """
-    write_options = WriteOptions(**dict(options or {}))
-    if settled is not None:
-        table = target.open()
-        batch_fp = batch.fingerprint
-        if table is not None and same_content(settled, table, batch_fp, conditions):
-            return WriteResult.unchanged(
-                spec.strategy,
-                target.uri,
-                table.version(),
-                batch_fp,
-                proof=Proof.CHECKPOINT,
-                details={"record": settled.record_id},
-            )
-    if spec.strategy == "overwrite":
-        if not conditions:
-            start, end = _require_window(spec, window)
-            conditions = [date_range(spec.partition_column or "", start, end)]
-            partition_by = [spec.partition_column or ""]
-        return overwrite_slice(
-            target,
-            batch.rows,
-            conditions,
-            partition_by=partition_by,
-            commit_metadata=commit_metadata,
-            known_fingerprint=batch.fingerprint_job,
-            options=write_options,
+    if conditions:
+        covered = PartitionSlice(
+            tuple(conditions), tuple(partition_by), window.record_key(), window
         )
-    if spec.strategy == "merge":
-        return merge_upsert(
-            target,
-            batch.rows,
-            spec.natural_key,
-            version_column=spec.version_column,
-            partition_column=spec.partition_column,
-            prune_columns=spec.prune_columns,
-            commit_metadata=commit_metadata,
-            deduplicated=batch.dedupe_result() if spec.dedupe else None,
-            known_fingerprint=batch.fingerprint,
-        )
-    if spec.strategy == "replace":
-        return replace_table(
-            target,
-            batch.rows,
-            commit_metadata=commit_metadata,
-            allow_empty=spec.allow_empty,
-            known_fingerprint=batch.fingerprint,
-            options=write_options,
-        )
-    raise ValueError(f"strategy {spec.strategy!r} is written by its own asset, not the IO manager")
-
-
-def streamable(spec: WriteSpec, window: Window) -> bool:
-    """Whether a record-batch stream can be written as it arrives, in flat memory.
-
-    An overwrite of date partitions without deduplication can; anything else needs the
-    whole batch (to deduplicate, merge, or compare) and reads the stream first.
-    """
-    return (
-        spec.strategy == "overwrite"
-        and window.partitioned
-        and spec.partition_column is not None
-        and not spec.partition_expr
-        and not (spec.dedupe and spec.natural_key)
-    )
-
-
-def require_streamable(spec: WriteSpec) -> None:
-    """Refuse a stream the spec's strategy cannot write as it arrives."""
-    if spec.strategy != "overwrite":
-        raise ValueError(
-            "a record-batch stream can be written by the 'overwrite' strategy "
-            f"only, not {spec.strategy!r}; return a table (pyarrow, polars or pandas) instead"
-        )
-    if spec.dedupe and spec.natural_key:
-        raise ValueError(
-            f"deduplication on {list(spec.natural_key)} needs the whole partition "
-            "at once, so a record-batch stream cannot be deduplicated; return a table, or set "
-            "dedupe to false when the stream already holds one row per key"
-        )
-
-
-def write_stream(
-    spec: WriteSpec,
-    target: LakeTable,
-    batches: pa.RecordBatchReader,
-    window: Window,
-    schema: pa.Schema | None,
-    commit_metadata: Mapping[str, Any] | None = None,
-    *,
-    settled: SettledWrite | None = None,
-) -> WriteResult:
-    """Overwrite the window with a stream of record batches, in flat memory (one commit).
-
-    With ``settled``, a stream whose fingerprint equals the last settled write of the
-    window, over files unchanged since, is a no-op proven without reading the table.
-    """
-    require_streamable(spec)
-    start, end = _require_window(spec, window)
-    column = spec.partition_column or ""
-    conditions = [date_range(column, start, end)]
-
-    def unchanged(table: DeltaTable, new: Fingerprint) -> bool:
-        return same_content(settled, table, new, conditions)
-
-    return overwrite_stream(
+    else:
+        covered = window_slice(spec, window)
+    return strategy_for(spec).write(
+        spec,
         target,
-        batches,
-        column,
-        start,
-        end,
-        schema=schema,
-        commit_metadata=commit_metadata,
-        unchanged=unchanged,
+        batch,
+        covered,
+        commit_metadata,
+        settled=settled,
+        options=WriteOptions(**dict(options or {})),
     )
+
+
+def compare(
+    spec: WriteSpec, target: LakeTable, batch: PreparedBatch, window: Window
+) -> RerunComparison:
+    """Compare a recomputed batch with what the table holds, without writing."""
+    return strategy_for(spec).compare(spec, target, batch, window)
 
 
 def read(spec: WriteSpec, target: LakeTable, window: Window, schema: pa.Schema | None) -> pa.Table:
@@ -253,45 +362,6 @@ def read(spec: WriteSpec, target: LakeTable, window: Window, schema: pa.Schema |
             raise FileNotFoundError(f"no Delta table at {target.uri}; materialize it first")
         return schema.empty_table()
     return read_rows(table, ranges=ranges)
-
-
-def compare(
-    spec: WriteSpec, target: LakeTable, batch: PreparedBatch, window: Window
-) -> RerunComparison:
-    """Compare a recomputed batch with what the table holds, without writing."""
-    expected = batch.fingerprint
-    table = target.open()
-    if spec.strategy == "merge":
-        plan = plan_merge(
-            table, batch.rows, spec.natural_key, spec.version_column, spec.prune_columns
-        )
-        stored = fingerprint(plan.current)
-        return RerunComparison(
-            passed=plan.changes == 0,
-            rows_differing=plan.changes,
-            expected=expected,
-            stored=stored,
-            detail=(
-                f"a rerun would insert {plan.inserts} and update {plan.updates} row(s)"
-                if plan.changes
-                else "every batch row is stored or superseded by a newer version"
-            ),
-        )
-    if spec.strategy == "overwrite":
-        start, end = _require_window(spec, window)
-        ranges = [date_range(spec.partition_column or "", start, end)]
-    else:
-        ranges = []
-    stored_rows = read_rows(table, batch.rows.schema, ranges=ranges)
-    stored = fingerprint(stored_rows)
-    differing = 0 if stored == expected else count_row_differences(batch.rows, stored_rows)
-    return RerunComparison(
-        passed=stored == expected,
-        rows_differing=differing,
-        expected=expected,
-        stored=stored,
-        detail=f"{window.label()}: {differing} row(s) differ between the table and a clean rerun",
-    )
 
 
 def _require_window(spec: WriteSpec, window: Window) -> tuple[dt.date, dt.date]:

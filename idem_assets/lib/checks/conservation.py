@@ -3,7 +3,7 @@
 import dagster as dg
 
 from idem_assets.io_manager import PreparedBatch, Window, target_table
-from idem_assets.io_manager.strategies import slice_conditions
+from idem_assets.io_manager.strategies import strategy_for, window_slice
 from idem_assets.lake import read_rows
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
 from idem_assets.landing.reader import LandingBatch
@@ -28,7 +28,7 @@ def loaded_rows(
         key = list(spec.natural_key)
         found = read_rows(
             table,
-            ranges=slice_conditions(spec, window, deduplicated),
+            ranges=strategy_for(spec).touched(spec, window_slice(spec, window), deduplicated),
             keys=(key[0], deduplicated.rows.column(key[0]).combine_chunks()),
             columns=key,
         )
@@ -36,7 +36,7 @@ def loaded_rows(
         stored = pl.from_arrow(found)
         assert isinstance(batch, pl.DataFrame) and isinstance(stored, pl.DataFrame)
         return batch.join(stored.unique(), on=key, how="semi", nulls_equal=True).height
-    ranges = slice_conditions(spec, window, deduplicated)
+    ranges = strategy_for(spec).touched(spec, window_slice(spec, window), deduplicated)
     return read_rows(table, ranges=ranges, columns=list(spec.natural_key) or None).num_rows
 
 
