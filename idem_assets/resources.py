@@ -35,7 +35,7 @@ from dagster_deltalake import S3Config
 from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore, open_store
-from idem_assets.checkpoint.store import Clock
+from idem_assets.checkpoint.leases import Clock
 from idem_assets.lake import LakeTable
 from idem_assets.landing.store import LandingRoot, is_object_uri, landing_root
 from idem_assets.notify import NOTIFY_TOKEN_ENV

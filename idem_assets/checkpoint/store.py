@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from idem_assets.checkpoint.errors import (
     SchemaVersionError,
     UnknownRecord,
 )
+from idem_assets.checkpoint.leases import Clock, DatabaseClock
 from idem_assets.checkpoint.model import (
     DEFAULT_MAX_ATTEMPTS,
     MAX_OWNER_CHARS,
@@ -46,35 +46,6 @@ from idem_assets.checkpoint.records import (
 
 if TYPE_CHECKING:
     from idem_assets.checkpoint.dialect import Connection
-
-Clock = Callable[[], float]
-# How often the store's clock is read from the database again (between reads, this
-# process's monotonic clock measures the time passed).
-CLOCK_REFRESH_SECONDS = 30.0
-
-
-class DatabaseClock:
-    """Epoch seconds as the database sees them, advanced by this process's monotonic clock.
-
-    Leases are compared against it, so a worker whose wall clock runs ahead (or jumps)
-    neither steals a live lease nor keeps an expired one: every worker of a store reads the
-    same clock, the database's, and a jump of the local wall clock does not move it.
-    """
-
-    def __init__(self, read: Callable[[], float], refresh: float = CLOCK_REFRESH_SECONDS) -> None:
-        self._read = read
-        self._refresh = refresh
-        self._anchor: tuple[float, float] | None = None  # (database seconds, monotonic)
-
-    def __call__(self) -> float:
-        mono = time.monotonic()
-        if self._anchor is None or mono - self._anchor[1] >= self._refresh:
-            before = time.monotonic()
-            seconds = self._read()
-            # The read happened somewhere in [before, after]; take the middle.
-            self._anchor = (seconds, (before + time.monotonic()) / 2)
-            mono = time.monotonic()
-        return self._anchor[0] + (mono - self._anchor[1])
 
 
 def open_store(url: str, *, clock: Clock | None = None) -> CheckpointStore:

@@ -16,6 +16,7 @@ from dagster_deltalake.config import ClientConfig
 from deltalake import DeltaTable
 from pydantic import Field, field_validator, model_validator
 
+from idem_assets.checkpoint.leases import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode
 from idem_assets.io_manager.handlers import (
@@ -41,7 +42,7 @@ from idem_assets.io_manager.settings import (
 from idem_assets.io_manager.slices import PartitionSlice
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.strategies import Window, strategy_for
-from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat
+from idem_assets.io_manager.tracking import LakeWriteLog
 from idem_assets.lake import (
     Fingerprint,
     LakeTable,

@@ -24,10 +24,11 @@ import dagster as dg
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from idem_assets.checkpoint.leases import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.noop import unchanged_since
 from idem_assets.io_manager.slices import PartitionSlice
-from idem_assets.io_manager.tracking import LakeWriteLog, lease_heartbeat
+from idem_assets.io_manager.tracking import LakeWriteLog
 from idem_assets.lake import Fingerprint, LakeTable, Proof, WriteResult, fingerprint, read_rows
 from idem_assets.lake.append import append_exactly_once, create_with
 from idem_assets.lake.clauses import ClauseMerge, MergeConfigError, merge_by_clauses

@@ -13,17 +13,15 @@ no-op from table metadata alone.
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from deltalake import DeltaTable
 
-from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, open_store
-from idem_assets.checkpoint.store import Clock
+from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status
+from idem_assets.checkpoint.leases import lease_live
 from idem_assets.io_manager.window import Window
 from idem_assets.lake.predicates import Condition, In, Range
 
@@ -145,7 +143,7 @@ class LakeWriteLog:
         """Resolve records of crashed runs for this window (expired in_progress leases)."""
         resolved = []
         for tracker in self.store.list(self.scope, [Status.IN_PROGRESS], prefix=f"{self.window}/"):
-            if tracker.lease_expires_at is None or tracker.lease_expires_at > self.store.now():
+            if lease_live(tracker, self.store.now()):
                 continue  # a live run still holds it
             version = _version_of_token(table, tracker.lease_token)
             if version is None:
@@ -270,34 +268,3 @@ def last_settled(store: CheckpointStore, asset: str, window: Window) -> SettledW
     """The newest settled write of an asset's window (None if there is none)."""
     log = LakeWriteLog(store, asset, window.record_key(), "-", 1.0)
     return log.last_settled()
-
-
-@contextmanager
-def lease_heartbeat(
-    url: str, claim: Claim, lease_seconds: float, clock: Clock | None = None
-) -> Iterator[None]:
-    """Keep extending ``claim`` from a thread (own connection, the same ``clock``) while the
-    write runs."""
-    stop = threading.Event()
-
-    def beat() -> None:
-        # Most writes finish before the first beat is due: connect only if one is.
-        if stop.wait(lease_seconds / 3):
-            return
-        with open_store(url, clock=clock) as store:
-            current = claim
-            while True:
-                try:
-                    current = store.extend(current, lease_seconds)
-                except LeaseLost:
-                    return
-                if stop.wait(lease_seconds / 3):
-                    return
-
-    thread = threading.Thread(target=beat, name="lake-write-lease", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)

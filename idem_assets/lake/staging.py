@@ -132,20 +132,6 @@ def list_staged(
     return tuple(sorted(files, key=lambda f: f.path))
 
 
-def create_table(
-    target: LakeTable, staged: StagedWrite, schema: pa.Schema, properties: CommitProperties
-) -> None:
-    """Create the table from staged files in one commit (mode="error": a racer makes it fail)."""
-    commit(
-        target,
-        None,
-        staged.add_actions(),
-        properties,
-        schema=schema,
-        partition_column=staged.partition_column,
-    )
-
-
 def discard_unless_committed(target: LakeTable, staged: StagedWrite) -> None:
     """Delete a staged folder after a failure, unless a commit did take its files.
 

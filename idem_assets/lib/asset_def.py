@@ -20,7 +20,7 @@ from idem_assets.landing.rules import ValueRule
 from idem_assets.resources import LakeResource
 
 if TYPE_CHECKING:
-    from idem_assets.lib.checks.base import LakeCheck
+    from idem_assets.lib.checks.per_partition import LakeCheck
 
 LAKE_IO_MANAGER_KEY = "lake_io"
 # Asset metadata naming the columns the maintenance job Z-orders a table by.

@@ -11,8 +11,8 @@ from typing import Any
 import dagster as dg
 
 from idem_assets.lib.asset_def import KINDS, LAKE_IO_MANAGER_KEY, LakeAssetDef
-from idem_assets.lib.checks.base import check_outputs, check_specs, evaluate_checks
 from idem_assets.lib.checks.factory import standard_checks
+from idem_assets.lib.checks.per_partition import check_outputs, check_specs, evaluate_checks
 from idem_assets.partitions import SINGLE_RUN_BACKFILL
 from idem_assets.resources import LakeResource
 
@@ -30,7 +30,7 @@ def lake_asset(
     take ``context``, inputs and resources like any asset function. The asset carries the
     definition's checks as partitioned check specs: after the IO manager has written the
     output, the same step evaluates each selected check for every partition of the run
-    (see ``idem_assets.lib.checks.base``). A run that selects only the checks reads the
+    (see ``idem_assets.lib.checks.per_partition``). A run that selects only the checks reads the
     stored table and writes nothing. Partitioned assets get a single-run backfill policy,
     so a backfill range is one run and one Delta commit per table.
     """

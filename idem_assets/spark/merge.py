@@ -19,12 +19,12 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
-from idem_assets.lake.delta_log import commit, removes, require_plain_table
+from idem_assets.lake.delta_log import removes, require_plain_table
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import create_table, discard_unless_committed
+from idem_assets.lake.staging import discard_unless_committed
 from idem_assets.lake.stored import DataFile, data_files, file_location
-from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
-from idem_assets.spark.commit import properties_for
+from idem_assets.lake.tables import LakeTable, with_commit_retries
+from idem_assets.spark.commit import commit_staged, properties_for
 from idem_assets.spark.schema import col, conform_spark, spark_schema
 from idem_assets.spark.staging import spark_uri, stage
 from idem_assets.spark.transforms import dedupe_newest_spark, survivor, survivor_ordering
@@ -181,7 +181,7 @@ def merge_partitions_spark(
         if table is None:
             staged = stage(batch, target, schema, partition_column, cluster_by)
             try:
-                create_table(target, staged, schema, properties)
+                commit_staged(target, None, staged, properties, schema=schema)
             except BaseException:
                 discard_unless_committed(target, staged)
                 raise
@@ -225,15 +225,7 @@ def merge_partitions_spark(
             partition_column,
         )
         try:
-            version = commit(
-                target,
-                table,
-                staged.add_actions(),
-                properties,
-                schema=table_schema(table),
-                partition_column=partition_column,
-                removes=gone,
-            )
+            version = commit_staged(target, table, staged, properties, schema=schema, removes=gone)
         except BaseException:
             discard_unless_committed(target, staged)
             raise

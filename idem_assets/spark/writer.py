@@ -17,15 +17,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
-from idem_assets.lake.delta_log import commit, require_plain_table
+from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
 from idem_assets.lake.predicates import Range, date_range
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import StagedWrite, commit_overwrite, discard_unless_committed
+from idem_assets.lake.staging import StagedWrite, discard_unless_committed
 from idem_assets.lake.stored import slice_fingerprint
-from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
-from idem_assets.spark.commit import SPARK_ERRORS, properties_for
+from idem_assets.lake.tables import LakeTable, with_commit_retries
+from idem_assets.spark.commit import SPARK_ERRORS, commit_staged, properties_for
 from idem_assets.spark.fingerprint import spark_fingerprint
 from idem_assets.spark.schema import col, conform_spark
 from idem_assets.spark.staging import stage
@@ -127,7 +127,9 @@ def overwrite_partitions_spark(
                 attempts=number + 1,
                 details={"engine": "spark"},
             )
-        version = commit_overwrite(target, table, staged, schema, start, end, properties)
+        version = commit_staged(
+            target, table, staged, properties, schema=schema, replace_range=(start, end)
+        )
         return WriteResult.written(
             "overwrite",
             target.uri,
@@ -205,14 +207,7 @@ def append_spark(
             )
         if table is not None:
             require_plain_table(table, partition_column, schema)
-        new_version = commit(
-            target,
-            table,
-            staged.add_actions(),
-            properties,
-            schema=schema if table is None else table_schema(table),
-            partition_column=partition_column,
-        )
+        new_version = commit_staged(target, table, staged, properties, schema=schema)
         return WriteResult.written(
             "append",
             target.uri,

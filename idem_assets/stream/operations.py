@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from idem_assets.checkpoint import CheckpointStore, InvalidTransition, Status
+from idem_assets.checkpoint.leases import lease_live
 from idem_assets.lake import LakeTable, append_exactly_once
 from idem_assets.landing.files import Discovery, Landing, listing_hint
 from idem_assets.landing.store import LandingObject, landing_root
@@ -137,12 +138,7 @@ def _require_abandonable(log: OffsetLog, batch: LoggedBatch) -> None:
         where = "none is open" if current is None else f"that is batch {current.seq}"
         raise StreamError(f"only the oldest unfinished batch can be set aside; {where}")
     tracker = batch.tracker
-    live = (
-        tracker.status is Status.IN_PROGRESS
-        and tracker.lease_expires_at is not None
-        and tracker.lease_expires_at > log.store.now()
-    )
-    if live:
+    if lease_live(tracker, log.store.now()):
         raise StreamError(
             f"batch {batch.seq} is being ingested by {tracker.lease_owner}; "
             "set files aside only once it failed or its lease ran out"

@@ -1,9 +1,9 @@
 """Asset checks that prove idempotence and account for every landing row, per partition."""
 
-from idem_assets.lib.checks.base import CheckName, LakeCheck
 from idem_assets.lib.checks.conservation import CONSERVATION
 from idem_assets.lib.checks.factory import RERUN_EQUALITY, UNIQUE_NATURAL_KEY, standard_checks
 from idem_assets.lib.checks.landing import QUARANTINE_SHARE, landing_checks
+from idem_assets.lib.checks.per_partition import CheckName, LakeCheck
 
 __all__ = [
     "CONSERVATION",

@@ -9,8 +9,8 @@ import dagster as dg
 from idem_assets.io_manager import Window, compare, prepare, target_table
 from idem_assets.lake import read_rows
 from idem_assets.lib.asset_def import LakeAssetDef
-from idem_assets.lib.checks.base import CheckName, LakeCheck
 from idem_assets.lib.checks.landing import landing_checks
+from idem_assets.lib.checks.per_partition import CheckName, LakeCheck
 from idem_assets.resources import LakeResource
 
 RERUN_EQUALITY = "rerun_equality"

@@ -25,8 +25,8 @@ from idem_assets.io_manager import Window, prepare
 from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
 from idem_assets.lib.asset_def import LakeAssetDef
-from idem_assets.lib.checks.base import CheckName, LakeCheck
 from idem_assets.lib.checks.conservation import CONSERVATION, conservation_result
+from idem_assets.lib.checks.per_partition import CheckName, LakeCheck
 from idem_assets.lib.landing_io import read_landing
 from idem_assets.resources import LakeResource
 

@@ -5,7 +5,7 @@ notifications' delivery checks): it is declared without partitions, so its resul
 asset's latest, and the window it checks comes from the run's partition tags (one
 partition, or a backfill range); launched on its own it covers the asset's latest
 materialized partition. Lake assets' checks are partitioned check specs evaluated per
-partition in the asset's own step instead: see ``idem_assets.lib.checks.base``.
+partition in the asset's own step instead: see ``idem_assets.lib.checks.per_partition``.
 """
 
 import dagster as dg
