@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from idem_assets.checkpoint import open_store
 from idem_assets.resources import CheckpointResource
 
 
@@ -17,6 +18,17 @@ class SteppedClock:
     def advance(self, seconds: float) -> None:
         """Move the clock forward."""
         self.now += seconds
+
+    def advance_to(self, epoch_seconds: float) -> None:
+        """Move the clock forward to ``epoch_seconds`` (never back)."""
+        self.now = max(self.now, epoch_seconds)
+
+
+def stepped_from(url: str) -> SteppedClock:
+    """A stepped clock starting at the store's own time (the database's): it can step past
+    leases that other connections and processes took on the database's clock."""
+    with open_store(url) as store:
+        return SteppedClock(store.now())
 
 
 # Stepped clocks by name: Dagster builds resources again from their config, so a resource

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from idem_assets.checkpoint import open_store
+from idem_assets_tests.checkpoint.clock import stepped_from
 from idem_assets_tests.processes import run_python
 
 SCOPE = "skew"
@@ -62,7 +63,11 @@ def test_a_lease_taken_by_a_worker_whose_clock_runs_behind_expires_on_time(store
     with open_store(store_url) as rival:
         # Live for everyone: not an hour in the past.
         assert rival.claim(SCOPE, "rival", lease_seconds=60) == []
-        time.sleep(5.5)
+    # 5.5 seconds later on the database's clock (the rival's own clock is right; only the
+    # worker that took the lease was skewed): a stepped clock started at the store's time.
+    later = stepped_from(store_url)
+    later.advance(5.5)
+    with open_store(store_url, clock=later) as rival:
         # Expired for everyone: not an hour in the future.
         [taken] = rival.claim(SCOPE, "rival", lease_seconds=60)
         assert taken.attempts == 2

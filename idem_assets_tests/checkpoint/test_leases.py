@@ -10,18 +10,14 @@ from pathlib import Path
 import pytest
 
 from idem_assets.checkpoint import LeaseLost, Status, open_store
-from idem_assets_tests.checkpoint.clock import SteppedClock
+from idem_assets_tests.checkpoint.clock import SteppedClock, stepped_from
 from idem_assets_tests.checkpoint.worker import spawn
 
 SCOPE = "payments/2024-03-01"
 
 
-def _sleep_until(epoch_seconds: float) -> None:
-    time.sleep(max(0.0, epoch_seconds - time.time()))
-
-
 def test_two_second_lease_with_the_real_clock(store_url: str) -> None:
-    with open_store(store_url) as holder, open_store(store_url) as rival:
+    with open_store(store_url) as holder:
         holder.register(SCOPE, [(f"r{n}", None) for n in range(5)])
         claimed_at = time.time()
         claims = holder.claim(SCOPE, "holder", lease_seconds=2)
@@ -29,13 +25,16 @@ def test_two_second_lease_with_the_real_clock(store_url: str) -> None:
         assert len(claims) == 5
         assert 1.9 <= expires - claimed_at <= 2.1  # seconds, not days
 
-        _sleep_until(claimed_at + 1.0)
-        assert time.time() < expires
+    # The rival judges the lease from the database's time on, moved by the test.
+    rival_clock = stepped_from(store_url)
+    with open_store(store_url, clock=rival_clock) as rival:
+        rival_clock.advance_to(claimed_at + 1.0)
+        assert rival_clock.now < expires
         assert rival.claim(SCOPE, "rival", lease_seconds=2) == []
 
-        _sleep_until(expires + 0.05)
+        rival_clock.advance_to(expires + 0.05)
         taken = rival.claim(SCOPE, "rival", lease_seconds=2)
-        assert time.time() - claimed_at >= 2.0
+        assert rival_clock.now - claimed_at >= 2.0
         assert [(c.record_id, c.attempts) for c in taken] == [(f"r{n}", 2) for n in range(5)]
 
 
@@ -132,15 +131,16 @@ def test_sigkilled_worker_records_come_back_after_the_lease(store_url: str, tmp_
     unfinished = sorted(set(held["claimed"]) - set(held["succeeded"]))
     assert len(held["claimed"]) == 10 and len(unfinished) == 7
 
-    with open_store(store_url) as survivor:
-        assert time.time() < held["lease_expires_at"], "the test was too slow to observe the lease"
+    clock = stepped_from(store_url)  # the survivor's: the database's time, then stepped
+    with open_store(store_url, clock=clock) as survivor:
+        assert clock.now < held["lease_expires_at"], "the test was too slow to observe the lease"
         early = survivor.claim(SCOPE, "survivor", lease_seconds=30)
         assert {c.record_id for c in early}.isdisjoint(held["claimed"])
         assert len(early) == 10
         for record_id in held["succeeded"]:
             assert survivor.get(SCOPE, record_id).status is Status.SUCCEEDED  # type: ignore[union-attr]
 
-        _sleep_until(held["lease_expires_at"] + 0.05)
+        clock.advance_to(held["lease_expires_at"] + 0.05)  # the dead worker's lease runs out
         recovered = survivor.claim(SCOPE, "survivor", lease_seconds=30)
         assert [c.record_id for c in recovered] == unfinished
         assert {c.attempts for c in recovered} == {2}

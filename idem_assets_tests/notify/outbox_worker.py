@@ -1,12 +1,16 @@
 """A worker process for outbox tests: register records, then drain them against a server.
 
 Run as ``python -m idem_assets_tests.notify.outbox_worker STORE_URL SCOPE SERVER_URL N``;
-the token comes from IDEM_NOTIFY_TOKEN. Prints one JSON report line at the end.
+the token comes from IDEM_NOTIFY_TOKEN. With CLOCK_AHEAD (seconds) its store's clock runs
+that far ahead of the database's: a test steps it past a dead worker's lease instead of
+waiting the lease out. Prints one JSON report line at the end.
 """
 
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 
 from idem_assets.checkpoint import open_store
 from idem_assets.notify import NotificationClient, idempotency_key
@@ -20,6 +24,16 @@ def records(n: int) -> list[OutboxRecord]:
     ]
 
 
+def store_clock(url: str) -> Callable[[], float] | None:
+    """The database's clock moved CLOCK_AHEAD seconds ahead; None (the store's own) without."""
+    ahead = float(os.environ.get("CLOCK_AHEAD", "0"))
+    if not ahead:
+        return None
+    with open_store(url) as store:
+        start, at = store.now(), time.monotonic()
+    return lambda: start + ahead + (time.monotonic() - at)
+
+
 def main() -> None:
     """Register and drain, with knobs from the environment."""
     store_url, scope, server_url, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -30,7 +44,7 @@ def main() -> None:
         max_retries=int(os.environ.get("MAX_RETRIES", "0")),
         backoff_seconds=0.01,
     )
-    with open_store(store_url) as store:
+    with open_store(store_url, clock=store_clock(store_url)) as store:
         register(store, scope, records(n), max_attempts=int(os.environ.get("MAX_ATTEMPTS", "5")))
         report = drain(
             store,

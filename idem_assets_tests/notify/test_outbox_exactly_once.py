@@ -60,8 +60,10 @@ def _assert_exactly_once(server, token, n):
 
 def test_sigkill_mid_batch_then_rerun_delivers_each_once(store_url, start_server, token):
     n = 60
+    # Longer than the rerun takes: only the rerun's clock, set ahead, ends the dead lease.
+    lease = 30
     server = start_server(faults=Faults(latency_ms=40))
-    victim = _worker(store_url, server, token, n, lease=2, batch=10)
+    victim = _worker(store_url, server, token, n, lease=lease, batch=10)
     deadline = time.monotonic() + 60
     while server.stats()["deliveries"] < 15 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -72,8 +74,10 @@ def test_sigkill_mid_batch_then_rerun_delivers_each_once(store_url, start_server
     with open_store(store_url) as store:
         stranded = store.counts("notifications/test")[Status.IN_PROGRESS.value]
     assert stranded > 0, "the kill should leave a claimed batch in flight"
-    time.sleep(2.1)  # the dead worker's lease runs out
-    report = _finish(_worker(store_url, server, token, n, lease=2, batch=10))
+    # The rerun's clock runs lease + 0.1 s ahead of the database's: the dead worker's
+    # lease has run out for it.
+    rerun = _worker(store_url, server, token, n, lease=lease, batch=10, clock_ahead=lease + 0.1)
+    report = _finish(rerun)
     _assert_exactly_once(server, token, n)
     # What the killed worker delivered plus what the rerun delivered is everything; keys it
     # sent without recording the answer came back as replays, not second deliveries.

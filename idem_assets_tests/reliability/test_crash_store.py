@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from idem_assets.checkpoint import Status, open_store
+from idem_assets_tests.checkpoint.clock import stepped_from
 from idem_assets_tests.reliability.hammer import BATCH_SIZE, LEASE_SECONDS, PLANNED_ERROR, settle
 from idem_assets_tests.reliability.world import PROJECT_ROOT, record_row
 
@@ -72,8 +73,9 @@ def violations(db: Path) -> tuple[list[str], Counter[str]]:
 def finish(url: str) -> None:
     """Settle every record left by the last life, following the hammer's protocol."""
     released: set[str] = set()
-    with open_store(url) as store:
-        time.sleep(LEASE_SECONDS + 0.05)
+    clock = stepped_from(url)
+    with open_store(url, clock=clock) as store:
+        clock.advance(LEASE_SECONDS + 0.05)  # the last life's leases run out
         while claims := store.claim(SCOPE, "finisher", lease_seconds=30):
             for claim in claims:
                 settle(store, claim, released)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import time
 
 import pytest
 
-from idem_assets.checkpoint import Status
+from idem_assets.checkpoint import Status, open_store
 from idem_assets.io_manager import Window
 from idem_assets.lib.landing_io import read_landing, write_quarantine
 from idem_assets.resources import LakeResource
 from idem_assets.sample import EVENTS, EVENTS_STREAM, PRODUCT_CATALOG
 from idem_assets.stream import Busy, OffsetLog, StreamStateError, StreamStep
+from idem_assets_tests.checkpoint.clock import SteppedClock
 from idem_assets_tests.stream.world import StreamWorld, expected_keys, expected_quarantine
 
 
@@ -88,7 +88,11 @@ def test_offsets_are_fixed_in_file_order_with_their_sha256_before_any_write(
 
 def test_a_holder_whose_lease_ran_out_never_applies_its_batch_twice(world: StreamWorld) -> None:
     files = world.append(4)
-    with world.store() as slow_store, world.store() as fast_store:
+    clock = SteppedClock()  # both ingesters' stores judge leases by it
+    with (
+        open_store(world.url, clock=clock) as slow_store,
+        open_store(world.url, clock=clock) as fast_store,
+    ):
         fast = world.ingester(fast_store, max_files_per_batch=2, lease_seconds=30)
         taken_over: list[object] = []
 
@@ -96,7 +100,7 @@ def test_a_holder_whose_lease_ran_out_never_applies_its_batch_twice(world: Strea
             # The slow holder stalls past its lease after reading batch 0; another ingester
             # takes the batch over and finishes the stream meanwhile.
             if step.step == "built" and not taken_over:
-                time.sleep(0.6)
+                clock.advance(0.6)
                 taken_over.append(fast.run())
 
         slow = world.ingester(slow_store, stall, max_files_per_batch=2, lease_seconds=0.5)
