@@ -3,7 +3,7 @@
 The names a user imports are here, loaded on first use, so that importing a Dagster-free
 layer (``idem_assets.lake``, ``idem_assets.landing``, ...) never imports Dagster::
 
-    from idem_assets import IdempotentDeltaIOManager, LandingSource, WriteSpec
+    from idem_assets import DailySource, IdempotentDeltaIOManager, WriteSpec
 """
 
 from __future__ import annotations
@@ -35,8 +35,14 @@ _EXPORTS = {
     "daily_partitions": "idem_assets.partitions",
     "partition_dates": "idem_assets.partitions",
     "LandingSource": "idem_assets.sources",
+    "DailySource": "idem_assets.sources",
+    "SnapshotSource": "idem_assets.sources",
     "Column": "idem_assets.sources",
     "Rule": "idem_assets.sources",
+    "AllowedRule": "idem_assets.sources",
+    "PatternRule": "idem_assets.sources",
+    "NonNegativeRule": "idem_assets.sources",
+    "RangeRule": "idem_assets.sources",
     "load_source": "idem_assets.sources",
     "LandingSourceComponent": "idem_assets.lib",
     "LakeAssetDef": "idem_assets.lib",
@@ -94,17 +100,25 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name loads on firs
         NotificationResource,
     )
     from idem_assets.sources import (
+        AllowedRule,
         Column,
+        DailySource,
         LandingSource,
+        NonNegativeRule,
+        PatternRule,
+        RangeRule,
         Rule,
+        SnapshotSource,
         load_source,
     )
 
 __all__ = [
     "__version__",
+    "AllowedRule",
     "CheckName",
     "CheckpointResource",
     "Column",
+    "DailySource",
     "IdempotentDeltaIOManager",
     "LakeAssetDef",
     "LakeCheck",
@@ -114,9 +128,13 @@ __all__ = [
     "MergeConfig",
     "MergeOperationsConfig",
     "MergeType",
+    "NonNegativeRule",
     "NotificationResource",
+    "PatternRule",
+    "RangeRule",
     "Rule",
     "SchemaMode",
+    "SnapshotSource",
     "Status",
     "TableOutput",
     "WhenMatchedDelete",

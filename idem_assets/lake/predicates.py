@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 # A plain column identifier: what a predicate may quote, a write spec may name and a source
-# may declare (io_manager.spec and sources.model import it from here, the lowest layer).
+# may declare (io_manager.spec and sources.columns import it from here, the lowest layer).
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _ALIAS = re.compile(r"^[a-z]{1,16}$")
 

@@ -66,27 +66,21 @@ class ReadAs:
 
     timezone: str = "UTC"
     epoch: EpochUnit | None = None
-    decimal: str = "."
-    thousands: str | None = None
+    separators: numbers.Separators = numbers.Separators()
     max_bytes: int = MAX_FIELD_BYTES
     format: str | None = None  # strftime format of date and timestamp text
 
     @classmethod
     def of(cls, contract: SourceContract, column: str) -> ReadAs:
         """The reading options a contract declares for ``column``."""
+        declared = contract.column(column)
         return cls(
             contract.timezone,
-            contract.epoch_columns.get(column),
-            contract.decimal_separator,
-            contract.thousands_separator,
+            declared.epoch,
+            contract.separators,
             contract.max_field_bytes,
-            contract.time_formats.get(column),
+            declared.format,
         )
-
-    @property
-    def separators(self) -> numbers.Separators:
-        """The declared decimal and thousands separators."""
-        return numbers.Separators(self.decimal, self.thousands)
 
 
 def polars_type(target: pa.DataType) -> pl.DataType:

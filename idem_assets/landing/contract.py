@@ -9,18 +9,19 @@ snapshot folder whose newest file is read. See docs/landing.md for every rule.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
-import pyarrow as pa
-
+from idem_assets.landing.column_types import ColumnType
 from idem_assets.landing.layout import DEFAULT_DAILY_LAYOUT, DEFAULT_SNAPSHOT_LAYOUT, Layout
+from idem_assets.landing.numbers import Separators
 from idem_assets.landing.raw import MAX_FIELD_BYTES
 from idem_assets.landing.rules import ValueRule, rules_of
 
-UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
-MONEY = pa.decimal128(18, 2)
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 FORMATS = ("parquet", "csv", "jsonl")
 EpochUnit = Literal["seconds", "milliseconds"]
 # Text encodings a source may declare (CSV and JSON Lines); Parquet carries its own.
@@ -28,11 +29,28 @@ ENCODINGS = ("utf-8", "utf-8-sig", "utf-16", "cp1252", "latin-1")
 
 
 @dataclass(frozen=True)
+class ContractColumn:
+    """One column read for a source: its lake name and type, and how its files spell it."""
+
+    name: str
+    type: ColumnType
+    nullable: bool = True
+    file_name: str | None = None  # the name files give it, when it is renamed
+    epoch: EpochUnit | None = None  # timestamps written as epoch seconds or milliseconds
+    format: str | None = None  # strftime format of date and timestamp text
+    # Text spellings that mean null here (CSV and JSON Lines text).
+    null_values: tuple[str, ...] = ()
+    # A date column whose value is the day of the file's folder, not read from the files.
+    folder_day: bool = False
+
+
+@dataclass(frozen=True)
 class SourceContract:
     """What a landing source must provide, how its files are read and how rows are identified."""
 
     name: str
-    schema: pa.Schema  # the columns read from files, with their lake names and types
+    # The columns read (from files, or the folder's day), in schema order.
+    fields: tuple[ContractColumn, ...]
     natural_key: tuple[str, ...]
     # Newest value wins when the same natural key arrives more than once.
     version_column: str | None
@@ -41,13 +59,9 @@ class SourceContract:
     daily: bool = True
     layout_template: str | None = None  # None: the default for daily / snapshot sources
     formats: tuple[str, ...] = FORMATS
-    # Lake column -> the name files give it, for renamed columns only.
-    file_columns: Mapping[str, str] = field(default_factory=dict)
     # IANA zone of timestamps written without an offset (and of naive Parquet timestamps).
     timezone: str = "UTC"
-    epoch_columns: Mapping[str, EpochUnit] = field(default_factory=dict)
-    decimal_separator: str = "."
-    thousands_separator: str | None = None
+    separators: Separators = Separators()
     csv_delimiter: str = ","
     # False: CSV files have no header line; their fields are the columns in schema order.
     csv_header: bool = True
@@ -57,25 +71,46 @@ class SourceContract:
     # More file suffixes read as this source's CSV (".tbl", ".dat"; with ".gz" too).
     csv_suffixes: tuple[str, ...] = ()
     encoding: str = "utf-8"  # of CSV and JSON Lines files (one of ENCODINGS)
-    # Lake column -> text spellings that mean null there (CSV and JSON Lines text).
-    null_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    # Date columns whose value is the day of the file's folder, not read from the files.
-    folder_day_columns: tuple[str, ...] = ()
-    # Date and timestamp column -> the strftime format its text is written in.
-    time_formats: Mapping[str, str] = field(default_factory=dict)
     rules: tuple[ValueRule, ...] = ()
     first_day: dt.date | None = None
     max_field_bytes: int = MAX_FIELD_BYTES
 
+    @functools.cached_property
+    def schema(self) -> pa.Schema:
+        """The rows read: every column's lake name and Arrow type (keys never null)."""
+        import pyarrow as pa
+
+        return pa.schema(
+            [
+                pa.field(
+                    c.name, c.type.arrow(), nullable=c.nullable and c.name not in self.natural_key
+                )
+                for c in self.fields
+            ]
+        )
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, ContractColumn]:
+        return {c.name: c for c in self.fields}
+
+    def column(self, name: str) -> ContractColumn:
+        """The contract column called ``name``."""
+        return self._by_name[name]
+
     @property
     def columns(self) -> list[str]:
         """Contract column names, in schema order."""
-        return list(self.schema.names)
+        return [c.name for c in self.fields]
 
     @property
     def file_read_columns(self) -> list[str]:
         """Contract columns read from the files (not the folder's day), in schema order."""
-        return [c for c in self.schema.names if c not in self.folder_day_columns]
+        return [c.name for c in self.fields if not c.folder_day]
+
+    @property
+    def folder_day_columns(self) -> tuple[str, ...]:
+        """Date columns holding the day of the file's folder."""
+        return tuple(c.name for c in self.fields if c.folder_day)
 
     @property
     def layout(self) -> Layout:
@@ -85,7 +120,7 @@ class SourceContract:
 
     def file_name(self, column: str) -> str:
         """The name files give a contract column (itself unless it is renamed)."""
-        return self.file_columns.get(column, column)
+        return self._by_name[column].file_name or column
 
     @property
     def quarantine_rules(self) -> tuple[ValueRule, ...]:

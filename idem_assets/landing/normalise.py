@@ -126,7 +126,7 @@ def _split(
             continue
         dtype = frame.schema[f.name]
         raw = pl.col(f.name)
-        spellings = contract.null_values.get(f.name) if text else None
+        spellings = contract.column(f.name).null_values if text else None
         if spellings and dtype == pl.String:
             raw = pl.when(raw.str.strip_chars().is_in(list(spellings))).then(None).otherwise(raw)
         coerced[f.name] = coerce(f.name, f.type, dtype, ReadAs.of(contract, f.name), raw)
@@ -192,8 +192,9 @@ def empty_rows(contract: SourceContract) -> pa.Table:
 def _null_spellings(frame: pl.DataFrame, contract: SourceContract) -> dict[str, dict[str, int]]:
     """How many values of each column were each declared null spelling."""
     out: dict[str, dict[str, int]] = {}
-    for column, spellings in contract.null_values.items():
-        if not spellings or frame.schema.get(column) != pl.String:
+    for declared in contract.fields:
+        column, spellings = declared.name, declared.null_values
+        if not spellings or declared.folder_day or frame.schema.get(column) != pl.String:
             continue
         found = (
             frame.select(pl.col(column).str.strip_chars().alias("v"))

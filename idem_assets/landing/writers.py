@@ -15,10 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from idem_assets.landing.contract import MONEY, SourceContract
+from idem_assets.landing.contract import SourceContract
 
 BERLIN_SUMMER = dt.timezone(dt.timedelta(hours=2))
 TIMESTAMP_FORMS = ("z", "offset", "naive", "space")
+# The type money_as_number writes as a float (the sample domain's amounts).
+MONEY = pa.decimal128(18, 2)
 
 
 @dataclass(frozen=True)

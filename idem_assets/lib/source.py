@@ -1,7 +1,7 @@
 """A declared landing source's Dagster definitions: its asset, checks and landing sensor.
 
 The YAML component (``LandingSourceComponent``) and the Python form
-(``source_definitions(LandingSource(...))``) both end here, so a source declared either
+(``source_definitions(DailySource(...))``) both end here, so a source declared either
 way gets exactly the same asset, IO manager settings, checks and sensor.
 """
 
@@ -20,7 +20,7 @@ from idem_assets.lib.landing_io import landing_output, read_landing
 from idem_assets.lib.sensors import daily_landing_sensor, snapshot_landing_sensor
 from idem_assets.partitions import daily_partitions, partition_dates
 from idem_assets.resources import CheckpointResource, LakeResource, SparkResource
-from idem_assets.sources import LandingSource
+from idem_assets.sources import DailySource, LandingSource, SnapshotSource
 
 
 def _date_of(pairs: tuple[tuple[str, str], ...]) -> Callable[[pa.Table], pa.Table]:
@@ -69,10 +69,8 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
         derive=derive,
         derive_spark=_date_of_spark(pairs) if pairs else None,
         code_version=source.code_version,
-        partitions_def=None
-        if source.snapshot
-        else daily_partitions(source.first_day)
-        if source.first_day
+        partitions_def=daily_partitions(source.first_day)
+        if isinstance(source, DailySource)
         else None,
         group_name=source.group,
         owners=tuple(source.owners),
@@ -99,7 +97,7 @@ def source_asset(source: LandingSource) -> dg.AssetsDefinition:
     """The asset of a declared source: reads its landing files, written by the IO manager."""
     definition = lake_asset_def(source)
     description = _description(source)
-    if source.snapshot:
+    if isinstance(source, SnapshotSource):
 
         @lake_asset(definition, description=description)
         def _snapshot(

@@ -20,8 +20,8 @@ from idem_assets.cli import day
 from idem_assets.landing.errors import LandingFileError, LandingRootError
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.landing.store import landing_root
-from idem_assets.sources.files import DeclarationError, load_source
-from idem_assets.sources.model import LandingSource
+from idem_assets.sources.declaration import LandingSource
+from idem_assets.sources.load import DeclarationError, load_source
 
 
 def _parser() -> argparse.ArgumentParser:

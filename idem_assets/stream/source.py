@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from idem_assets.landing.contract import SourceContract
-from idem_assets.sources.model import SOURCE_NAME
+from idem_assets.sources.declaration import SOURCE_NAME
 
 STREAM_BATCH_COLUMN = "stream_batch"
 SOURCE_FILE_COLUMN = "source_file"

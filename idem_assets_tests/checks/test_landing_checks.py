@@ -8,7 +8,7 @@ import dagster as dg
 
 from idem_assets.lake import read_rows
 from idem_assets.resources import LakeResource
-from idem_assets.sources import Column, LandingSource, Rule
+from idem_assets.sources import Column, DailySource, RangeRule
 from idem_assets_tests.harness import (
     START,
     check_results,
@@ -93,7 +93,7 @@ def test_a_warn_value_rule_loads_the_rows_and_reports_counts_and_samples(project
 
 
 def _feed(tmp_path: Path, severity: str) -> tuple[dg.Definitions, LakeResource]:
-    source = LandingSource(
+    source = DailySource(
         name="feed",
         first_day=START,
         natural_key=("id",),
@@ -101,7 +101,7 @@ def _feed(tmp_path: Path, severity: str) -> tuple[dg.Definitions, LakeResource]:
         columns=(
             Column(name="id", type="int64"),
             Column(name="day", type="date"),
-            Column(name="qty", type="int32", rules=(Rule(min=1, max=50, severity=severity),)),
+            Column(name="qty", type="int32", rules=(RangeRule(min=1, max=50, severity=severity),)),
         ),
     )
     landing = tmp_path / "landing"

@@ -20,7 +20,7 @@ import pytest
 from idem_assets.lake import fingerprint, read_rows
 from idem_assets.landing import read_snapshot
 from idem_assets.sample.tpch import scale_text, tpchgen_executable
-from idem_assets.sources.files import declaration_from_mapping
+from idem_assets.sources import declaration_from_mapping
 from idem_assets_tests.harness import declared_definitions
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from idem_assets.landing import DayBeforeFirstDayError, LandingFileError, day_signature, list_days
-from idem_assets.sources import Column, LandingSource, Rule
+from idem_assets.sources import Column, DailySource, LandingSource, PatternRule
 from idem_assets_tests.landing.builders import parquet_bytes, put, reasons
 
 DAY = dt.date(2024, 3, 1)
@@ -19,10 +19,10 @@ NEXT = DAY + dt.timedelta(days=1)
 UTC = dt.UTC
 
 
-def declared(*columns: Column, **fields: Any) -> LandingSource:
+def declared(*columns: Column, **fields: Any) -> DailySource:
     """A daily source ``feed`` keyed by ``id`` with a ``day`` partition date."""
     base = [Column(name="id", type="int64"), Column(name="day", type="date")]
-    return LandingSource(
+    return DailySource(
         name="feed",
         first_day=DAY,
         columns=(*base, *columns),
@@ -414,7 +414,7 @@ def test_days_before_the_first_day_are_an_error_that_says_what_to_change(read_da
 
 
 def test_a_pattern_rule_with_braces_quarantines_with_its_pattern_in_the_reason(read_day, tmp_path):
-    rule = Rule(pattern="[A-Z]{2}-\\d{3}", severity="quarantine")
+    rule = PatternRule(pattern="[A-Z]{2}-\\d{3}", severity="quarantine")
     source = declared(Column(name="code", type="string", rules=(rule,)))
     put(
         tmp_path,

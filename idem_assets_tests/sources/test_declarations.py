@@ -14,7 +14,16 @@ import pytest
 import yaml
 
 from idem_assets.sample.sources import DEFS_DIR, EVENTS_SOURCE, ORDERS, ORDERS_SOURCE
-from idem_assets.sources import Column, DeclarationError, LandingSource, Rule, load_source
+from idem_assets.sources import (
+    AllowedRule,
+    Column,
+    DailySource,
+    DeclarationError,
+    LandingSource,
+    NonNegativeRule,
+    SnapshotSource,
+    load_source,
+)
 from idem_assets.sources.__main__ import main
 
 GOOD: dict[str, Any] = {
@@ -185,7 +194,7 @@ def test_a_file_that_is_not_a_declaration(tmp_path):
 
 
 def test_python_and_yaml_declarations_are_the_same_thing():
-    python = LandingSource(
+    python = DailySource(
         name="orders",
         description=ORDERS_SOURCE.description,
         first_day=dt.date(2024, 3, 1),
@@ -197,14 +206,14 @@ def test_python_and_yaml_declarations_are_the_same_thing():
                 name="amount",
                 type="decimal(18,2)",
                 description="Order value, decimal(18,2).",
-                rules=(Rule(non_negative=True),),
+                rules=(NonNegativeRule(),),
             ),
             Column(
                 name="status",
                 type="string",
                 description=ORDERS_SOURCE.columns[3].description,
                 rules=(
-                    Rule(
+                    AllowedRule(
                         allowed=("placed", "paid", "shipped", "delivered", "cancelled", "refunded")
                     ),
                 ),
@@ -285,3 +294,51 @@ def _chain(error: BaseException):
     while error is not None:
         yield error
         error = error.__cause__ or error.__context__
+
+
+def test_each_rule_kind_is_chosen_by_its_key_and_compiled_once_against_its_column(tmp_path):
+    """A rule's key picks its kind (``min: 0`` is a range, not a missing rule); its values are
+    typed when the declaration loads, and the contract carries exactly those compiled rules."""
+    with pytest.raises(DeclarationError, match="this one sets none"):
+        load_source(
+            write(
+                tmp_path,
+                with_(
+                    columns=[
+                        *GOOD["columns"][:3],
+                        {"name": "label", "type": "string", "rules": [{"non_negative": False}]},
+                    ]
+                ),
+            )
+        )
+    source = load_source(
+        write(
+            tmp_path,
+            with_(
+                columns=[
+                    {"name": "id", "type": "bigint", "rules": [{"min": 0, "max": 10}]},
+                    {"name": "day", "type": "date", "rules": [{"max": "2030-01-01"}]},
+                    {"name": "at", "type": "timestamp"},
+                    {"name": "label", "type": "string", "rules": [{"allowed": ["a", 1]}]},
+                ]
+            ),
+        )
+    )
+    id_, day, _, label = source.columns
+    assert str(id_.type) == "int64" and id_.type.arrow() == pa.int64()
+    assert [(r.kind, r.low, r.high) for r in id_.value_rules] == [("range", 0, 10)]
+    assert [(r.kind, r.high) for r in day.value_rules] == [("range", dt.date(2030, 1, 1))]
+    assert [(r.kind, r.allowed) for r in label.value_rules] == [("allowed", ("a", "1"))]
+    assert source.contract().rules == (*id_.value_rules, *day.value_rules, *label.value_rules)
+
+
+def test_a_source_is_of_one_kind_and_has_only_that_kinds_fields(tmp_path):
+    daily = load_source(write(tmp_path, GOOD))
+    assert isinstance(daily, DailySource) and daily.first_day == dt.date(2024, 3, 1)
+    snapshot = load_source(
+        write(tmp_path, with_(snapshot=True, first_day=None, partition_date=None, version=None))
+    )
+    assert isinstance(snapshot, SnapshotSource) and snapshot.resolved_strategy == "replace"
+    assert not hasattr(snapshot, "first_day") and snapshot.contract().daily is False
+    with pytest.raises(TypeError, match="declare a DailySource"):
+        LandingSource(**GOOD)

@@ -22,7 +22,14 @@ import pyarrow as pa
 import pytest
 
 from idem_assets.landing import DayBeforeFirstDayError, read_days
-from idem_assets.sources import Column, LandingSource, Rule
+from idem_assets.sources import (
+    AllowedRule,
+    Column,
+    DailySource,
+    NonNegativeRule,
+    PatternRule,
+    RangeRule,
+)
 from idem_assets.spark.landing import read_landing_spark
 from idem_assets_tests.landing.builders import parquet_bytes, put
 from idem_assets_tests.spark.parity import assert_same_read
@@ -32,7 +39,7 @@ SPRING = dt.date(2024, 3, 31)  # Berlin clocks jump from 02:00 to 03:00
 AUTUMN = dt.date(2024, 10, 27)  # Berlin clocks fall back from 03:00 to 02:00
 MAX_NOTE_BYTES = 64
 
-SHIPMENTS = LandingSource(
+SHIPMENTS = DailySource(
     name="shipments",
     layout="{source}/{yyyy}/{mm}/{dd}",
     first_day=dt.date(2024, 3, 1),
@@ -47,33 +54,33 @@ SHIPMENTS = LandingSource(
             name="weight_kg",
             type="float64",
             from_="Gewicht",
-            rules=(Rule(min=0, max=1000, severity="quarantine"),),
+            rules=(RangeRule(min=0, max=1000, severity="quarantine"),),
         ),
         Column(name="fragile", type="bool"),
         Column(
             name="amount",
             type="decimal(15,2)",
             from_="Betrag",
-            rules=(Rule(non_negative=True, severity="quarantine"),),
+            rules=(NonNegativeRule(severity="quarantine"),),
         ),
         Column(
             name="carrier",
             type="string",
             nullable=False,
-            rules=(Rule(allowed=("dhl", "dpd", "ups")),),
+            rules=(AllowedRule(allowed=("dhl", "dpd", "ups")),),
         ),  # warn: loaded, then checked
         Column(
             name="tracking",
             type="string",
             # (no {n} quantifier: the local reader's reason cannot hold braces yet)
-            rules=(Rule(pattern=r"[A-Z]+\d+", severity="quarantine"),),
+            rules=(PatternRule(pattern=r"[A-Z]+\d+", severity="quarantine"),),
         ),
         Column(name="ship_date", type="date"),
         Column(name="shipped_at", type="timestamp"),  # Berlin wall clock
         Column(
             name="updated_at",
             type="timestamp",
-            rules=(Rule(min="2024-01-01T00:00:00Z", severity="quarantine"),),
+            rules=(RangeRule(min="2024-01-01T00:00:00Z", severity="quarantine"),),
         ),
         Column(name="scanned_at", type="timestamp", epoch="seconds"),
         Column(name="delivered_at", type="timestamp", epoch="milliseconds"),

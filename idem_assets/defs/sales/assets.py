@@ -9,7 +9,6 @@ from idem_assets.defs.sales.checks import RECONCILIATION
 from idem_assets.defs.sales.orders import NON_REVENUE_STATUSES, ORDERS_TABLE
 from idem_assets.io_manager import Window, WriteSpec, read, target_table
 from idem_assets.lake.frames import conform
-from idem_assets.landing.contract import MONEY
 from idem_assets.lib import LakeAssetDef, lake_asset
 from idem_assets.lib.automation import follows_upstream
 from idem_assets.partitions import partition_dates
@@ -20,7 +19,7 @@ SALES_SCHEMA = pa.schema(
         pa.field("order_date", pa.date32(), nullable=False),
         pa.field("orders", pa.int64()),
         pa.field("revenue_orders", pa.int64()),
-        pa.field("revenue", MONEY),
+        pa.field("revenue", pa.decimal128(18, 2)),  # orders.amount's type
         pa.field("customers", pa.int64()),
     ]
 )

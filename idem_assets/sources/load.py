@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from idem_assets.sources.model import LandingSource
+from idem_assets.sources.declaration import LandingSource, kind_of
+from idem_assets.sources.rules import RULE_KINDS
 
 COMPONENT_TYPE = "idem_assets.lib.LandingSourceComponent"
 
@@ -37,6 +38,9 @@ def _model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseMode
     for part in loc:
         if current is None or isinstance(part, int):
             continue
+        if part in RULE_KINDS:  # the tag of a rule's kind: its model
+            current = RULE_KINDS[part]
+            continue
         field = current.model_fields.get(part) or next(
             (f for f in current.model_fields.values() if f.alias == part), None
         )
@@ -56,21 +60,24 @@ def _inner_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def explain(error: ValidationError, model: type[BaseModel] = LandingSource) -> list[str]:
-    """One line per problem: field path, then what is wrong and what is allowed."""
+def explain(error: ValidationError, model: type[BaseModel]) -> list[str]:
+    """One line per problem of a ``model`` declaration: field path, what is wrong and what
+    is allowed (a field of the other kind of source says why this kind has none)."""
     lines = []
     for item in error.errors():
         loc = tuple(item["loc"])
         message = str(item["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        owner = _model_at(model, loc[:-1])
+        why = getattr(owner, "WHY", {}).get(loc[-1]) if loc else None
         if item["type"] == "extra_forbidden":
-            owner = _model_at(model, loc[:-1])
             known = (
                 sorted(f.alias or name for name, f in owner.model_fields.items()) if owner else []
             )
-            message = f"unknown field; allowed: {', '.join(known)}"
+            message = why or f"unknown field; allowed: {', '.join(known)}"
         elif item["type"] == "missing":
-            message = "required field is missing"
-        lines.append(f"{field_path(loc)}: {message}")
+            message = why or "required field is missing"
+        shown = [part for part in loc if part not in RULE_KINDS]
+        lines.append(f"{field_path(shown)}: {message}")
     return lines
 
 
@@ -79,7 +86,7 @@ def declaration_from_mapping(attributes: Mapping[str, Any], where: str) -> Landi
     try:
         return LandingSource.model_validate(dict(attributes))
     except ValidationError as exc:
-        problems = "\n  ".join(explain(exc))
+        problems = "\n  ".join(explain(exc, kind_of(dict(attributes))))
         raise DeclarationError(f"{where}: invalid source declaration:\n  {problems}") from None
 
 

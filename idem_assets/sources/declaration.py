@@ -1,0 +1,531 @@
+"""A landing source and its lake table, declared in one place (YAML or Python).
+
+A source is daily (``DailySource``: a folder per day, a first partition day, a date column
+and partition overwrite or merge) or a snapshot (``SnapshotSource``: one folder whose
+newest file is the whole table, replaced or merged). ``LandingSource`` is what both share;
+validating a mapping as a ``LandingSource`` gives the one its ``snapshot`` flag names, so
+a field that does not belong to the kind is refused as an unknown field. What is left to
+check across fields (that named columns exist and have the right type, that the layout
+names a day exactly when the source is daily) is checked here when the declaration loads,
+and a bad field is named together with what is allowed (docs/landing.md). ``contract()``
+compiles a declaration into the reader's ``SourceContract``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+import zoneinfo
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
+
+from idem_assets.landing.column_types import ColumnType
+from idem_assets.landing.contract import ENCODINGS, FORMATS, SourceContract
+from idem_assets.landing.layout import DEFAULT_DAILY_LAYOUT, DEFAULT_SNAPSHOT_LAYOUT, Layout
+from idem_assets.landing.numbers import DECIMAL_SEPARATORS, THOUSANDS_SEPARATORS, Separators
+from idem_assets.landing.raw import MAX_FIELD_BYTES
+from idem_assets.landing.rules import ValueRule
+from idem_assets.sources.columns import Column, Declared
+
+# A source's name: it names a landing folder, a lake table, an asset and (for a stream) a
+# checkpoint scope and Delta txn app id. idem_assets.stream.source imports it from here.
+SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_DELIMITER_NAMES = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+_RESERVED_SUFFIXES = (".parquet", ".jsonl", ".gz")
+MAX_DECLARED_FIELD_BYTES = 64 << 20
+Strategy = Literal["overwrite", "merge", "replace"]
+# What a column named by another field must be, by name of the requirement.
+_KINDS: dict[str, Callable[[ColumnType], bool]] = {
+    "timestamp": lambda t: t.kind == "timestamp",
+    "date": lambda t: t.kind == "date",
+    "integer": lambda t: t.is_integer,
+    "decimal": lambda t: t.kind == "decimal",
+}
+
+
+class CsvOptions(Declared):
+    """How the source's CSV files are written."""
+
+    delimiter: str = Field(
+        default=",", description="Field delimiter: one character, or tab, comma, semicolon, pipe."
+    )
+    header: bool = Field(
+        default=True,
+        description="false: files have no header line; their fields are the columns in "
+        "declared order (no from: then).",
+    )
+    trailing_delimiter: bool = Field(
+        default=False,
+        description="true: every line ends with the delimiter (TPC-H's .tbl); that empty last "
+        "field is not a column, and a line without it is a ragged row.",
+    )
+    suffixes: tuple[str, ...] = Field(
+        default=(),
+        description="More file suffixes read as this source's CSV, e.g. [.tbl, .dat, .txt] "
+        "(and the same plus .gz).",
+    )
+
+    @field_validator("suffixes")
+    @classmethod
+    def _suffixes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for suffix in value:
+            plain = suffix[1:]
+            if (
+                not suffix.startswith(".")
+                or not 1 <= len(plain) <= 10
+                or not (plain.isascii() and plain.isalnum())
+                or suffix.lower() in _RESERVED_SUFFIXES
+            ):
+                raise ValueError(
+                    f"suffix {suffix!r} must be a dot and letters or digits (like .tbl), and "
+                    "not one of .parquet, .jsonl, .gz"
+                )
+        return tuple(s.lower() for s in value)
+
+    @field_validator("delimiter")
+    @classmethod
+    def _delimiter(cls, value: str) -> str:
+        value = _DELIMITER_NAMES.get(value, value)
+        if len(value) != 1 or value in '"\r\n':
+            raise ValueError(
+                f"delimiter {value!r} must be one character other than a quote "
+                "or a line break (or one of: tab, comma, semicolon, pipe)"
+            )
+        return value
+
+
+class NumberOptions(Declared):
+    """How number text is spelled in the source's files (every format)."""
+
+    decimal: str = Field(default=".", description=f"Decimal separator: {DECIMAL_SEPARATORS}.")
+    thousands: str | None = Field(
+        default=None, description=f"Thousands separator, if any: {THOUSANDS_SEPARATORS}."
+    )
+
+    @property
+    def separators(self) -> Separators:
+        """The declared separators."""
+        return Separators(self.decimal, self.thousands)
+
+    @model_validator(mode="after")
+    def _separators(self) -> NumberOptions:
+        self.separators  # noqa: B018 - raises for a pair that cannot be read
+        return self
+
+
+class CheckOptions(Declared):
+    """The asset checks every declared source gets."""
+
+    blocking: bool = Field(
+        default=False, description="A failing ERROR check blocks downstream assets."
+    )
+    quarantine_share: float = Field(
+        default=0.01,
+        gt=0,
+        le=1,
+        description="The quarantine_share check warns when more than this share of a day's "
+        "raw rows is quarantined (it fails when a non-empty day loads nothing).",
+    )
+
+
+class SensorOptions(Declared):
+    """The landing sensor every declared source gets."""
+
+    also_request: tuple[str, ...] = Field(
+        default=(),
+        description="Downstream assets (same partitions) to materialize in the same run.",
+    )
+    minimum_interval_seconds: int = Field(default=30, ge=5, description="Tick interval.")
+
+
+class LandingSource(Declared):
+    """A landing source and the lake table built from it: a DailySource or a SnapshotSource.
+
+    ``LandingSource.model_validate(mapping)`` (and a component's ``defs.yaml``) gives the
+    kind ``snapshot`` names; in Python, construct ``DailySource(...)`` or
+    ``SnapshotSource(...)``.
+    """
+
+    # Why a field is required, or belongs to the other kind only: shown for a missing or an
+    # unknown field instead of pydantic's words.
+    WHY: ClassVar[dict[str, str]] = {}
+
+    name: str = Field(
+        description="Source name: the {source} of the layout, and by default "
+        "the asset and table name."
+    )
+    asset: str | None = Field(default=None, description="Asset and table name (default: name).")
+    description: str | None = Field(default=None, description="Shown in the Dagster UI.")
+    snapshot: bool = Field(
+        default=False,
+        description="Full snapshots instead of daily files: the newest file "
+        "(greatest name) of the snapshot folder is the whole table.",
+    )
+    layout: str | None = Field(
+        default=None,
+        description=f"Folder template: '{DEFAULT_DAILY_LAYOUT}' (default), "
+        "'{source}/{yyyy}/{mm}/{dd}', '{source}/dt={date}'...; snapshots: "
+        f"'{DEFAULT_SNAPSHOT_LAYOUT}'.",
+    )
+    formats: tuple[Literal["parquet", "csv", "jsonl"], ...] = Field(
+        default=FORMATS, description="File formats read (.csv.gz and .jsonl.gz included)."
+    )
+    columns: tuple[Column, ...] = Field(min_length=1, description="The source's columns.")
+    natural_key: tuple[str, ...] = Field(min_length=1, description="Columns identifying a row.")
+    version: str | None = Field(
+        default=None, description="Column whose newest value wins when a key repeats."
+    )
+    strategy: Strategy | None = Field(
+        default=None,
+        description="overwrite (replace the run's days; default when "
+        "partition_date is set), merge (MERGE on the natural key; default otherwise), "
+        "replace (snapshots: atomic full replace).",
+    )
+    prune_columns: tuple[str, ...] = Field(
+        default=(),
+        description="Merge only: columns whose [min, max] prunes the "
+        "MERGE to the files it can touch.",
+    )
+    z_order: tuple[str, ...] = Field(
+        default=(),
+        description="Columns the maintenance job Z-orders the table's files by (queries "
+        "filtering on them skip more files); none: plain compaction.",
+    )
+    timezone: str = Field(
+        default="UTC", description="IANA zone of timestamps written without an offset."
+    )
+    csv: CsvOptions = Field(default_factory=CsvOptions)
+    encoding: Literal["utf-8", "utf-8-sig", "utf-16", "cp1252", "latin-1"] = Field(
+        default="utf-8",
+        description=f"Text encoding of CSV and JSON Lines files: {', '.join(ENCODINGS)}. "
+        "Signatures hash the bytes as delivered.",
+    )
+    null_values: tuple[str, ...] = Field(
+        default=(),
+        description="Text values that mean null in CSV and JSON Lines text, in every column "
+        "(string columns too), e.g. [NA, 'NULL', '\\N']; a column's own null_values "
+        "replaces this list.",
+    )
+    numbers: NumberOptions = Field(default_factory=NumberOptions)
+    checks: CheckOptions = Field(default_factory=CheckOptions)
+    sensor: SensorOptions = Field(default_factory=SensorOptions)
+    max_field_bytes: int = Field(
+        default=MAX_FIELD_BYTES,
+        gt=0,
+        le=MAX_DECLARED_FIELD_BYTES,
+        description="A text value longer than this quarantines its row.",
+    )
+    code_version: str = Field(
+        default="1",
+        description="Bump when the declaration's meaning changes: reruns skip "
+        "only on unchanged files and code.",
+    )
+    group: str = Field(default="lake", description="Dagster asset group.")
+    owners: tuple[str, ...] = Field(default=(), description="Dagster asset owners.")
+
+    def __init__(self, **data: Any) -> None:
+        if type(self) is LandingSource:
+            raise TypeError(
+                "declare a DailySource(...) or a SnapshotSource(...); "
+                "LandingSource.model_validate(mapping) chooses one by its snapshot flag"
+            )
+        super().__init__(**data)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _of_its_kind(cls, data: Any, handler: Any) -> Any:
+        """Validated as a LandingSource, a mapping becomes the kind its snapshot flag names."""
+        if cls is LandingSource and isinstance(data, dict):
+            return kind_of(data).model_validate(data)
+        return handler(data)
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The JSON schema of a declaration (a ``defs.yaml``'s attributes): either kind."""
+        if cls is not LandingSource:
+            return super().model_json_schema(*args, **kwargs)
+        return TypeAdapter(DailySource | SnapshotSource).json_schema(*args, **kwargs)
+
+    @field_validator("name", "asset")
+    @classmethod
+    def _names(cls, value: str | None) -> str | None:
+        if value is not None and not SOURCE_NAME.match(value):
+            raise ValueError(
+                f"{value!r} must be lower case letters, digits and _, starting "
+                "with a letter (it names a folder, a table and an asset)"
+            )
+        return value
+
+    @field_validator("null_values")
+    @classmethod
+    def _spellings(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for spelling in value:
+            if not spelling.strip():
+                raise ValueError(
+                    f"{spelling!r} is blank; blank text is already null for non-string columns"
+                )
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(
+                f"{value!r} is not an IANA time zone such as UTC or Europe/Berlin"
+            ) from exc
+        return value
+
+    @model_validator(mode="after")
+    def _columns_named_exist(self) -> LandingSource:
+        names = [c.name for c in self.columns]
+        _refuse_doubles("columns", "{} declared more than once", names)
+        _refuse_doubles(
+            "columns",
+            "file column(s) {} read more than once",
+            [c.from_ or c.name for c in self.read_columns],
+        )
+        for key in self.natural_key:
+            self.require("natural_key", key, read=True)
+        self.require("version", self.version, "timestamp", "date", "integer", "decimal", read=True)
+        for column in self.prune_columns:
+            self.require("prune_columns", column)
+        for column in self.z_order:
+            self.require("z_order", column)
+        for column in self.columns:
+            if column.date_of is not None:
+                self.require(f"{column.name}: date_of", column.date_of, "timestamp", read=True)
+        if not self.csv.header:
+            renamed = [c.name for c in self.read_columns if c.from_]
+            if renamed:
+                raise ValueError(
+                    f"columns: {', '.join(renamed)}: from: names a header field, but csv.header "
+                    "is false (columns are read in declared order: rename the column instead)"
+                )
+        if self.csv.suffixes and "csv" not in self.formats:
+            raise ValueError("csv.suffixes: the source's formats do not include csv")
+        if self.prune_columns and self.resolved_strategy != "merge":
+            raise ValueError("prune_columns applies to the merge strategy only")
+        return self
+
+    def require(self, field: str, column: str | None, *kinds: str, read: bool = False) -> None:
+        """Refuse ``field`` naming an undeclared column (or a derived one, or of other kinds)."""
+        if column is None:
+            return
+        found = self.column_map.get(column)
+        if found is None:
+            declared = ", ".join(c.name for c in self.columns)
+            raise ValueError(f"{field}: {column!r} is not a declared column (declared: {declared})")
+        if read and found.derived:
+            raise ValueError(f"{field}: {column!r} is derived; it must be read from files")
+        if kinds and not any(_KINDS[k](found.type) for k in kinds):
+            raise ValueError(
+                f"{field}: {column!r} has type {found.type}; it must be a "
+                f"{' or '.join(kinds)} column"
+            )
+
+    @functools.cached_property
+    def column_map(self) -> dict[str, Column]:
+        """The declared columns by name."""
+        return {c.name: c for c in self.columns}
+
+    @property
+    def table(self) -> str:
+        """The asset and Delta table name."""
+        return self.asset or self.name
+
+    @property
+    def read_columns(self) -> list[Column]:
+        """Columns read from files (not derived)."""
+        return [c for c in self.columns if not c.derived]
+
+    @property
+    def resolved_strategy(self) -> Strategy:
+        """The write strategy, defaults applied."""
+        raise NotImplementedError
+
+    @property
+    def resolved_partition_column(self) -> str | None:
+        """The Delta partition column, defaults applied (None: not partitioned)."""
+        return None
+
+    def days(self) -> tuple[str | None, dt.date | None]:
+        """The column that must equal its file's folder day, and the first partition day."""
+        return None, None
+
+    def table_schema(self) -> Any:
+        """The lake table's schema (a ``pyarrow.Schema``): read, then derived columns."""
+        import pyarrow as pa
+
+        key = set(self.natural_key)
+        return pa.schema(
+            [pa.field(c.name, c.type.arrow(), nullable=c.name not in key) for c in self.columns]
+        )
+
+    def contract(self) -> SourceContract:
+        """The reader's contract for this source."""
+        return SourceContract(
+            name=self.name,
+            fields=tuple(c.contract_column(self.null_values) for c in self.read_columns),
+            natural_key=tuple(self.natural_key),
+            version_column=self.version,
+            date_column=self.days()[0],
+            daily=not self.snapshot,
+            layout_template=self.layout,
+            formats=tuple(f for f in FORMATS if f in self.formats),
+            timezone=self.timezone,
+            separators=self.numbers.separators,
+            csv_delimiter=self.csv.delimiter,
+            csv_header=self.csv.header,
+            csv_trailing_delimiter=self.csv.trailing_delimiter,
+            csv_suffixes=self.csv.suffixes,
+            encoding=self.encoding,
+            rules=tuple(r for c in self.read_columns for r in c.value_rules),
+            first_day=self.days()[1],
+            max_field_bytes=self.max_field_bytes,
+        )
+
+    def derived_rules(self) -> tuple[ValueRule, ...]:
+        """Rules on derived columns (checked on table rows, never quarantined)."""
+        return tuple(r for c in self.columns if c.derived for r in c.value_rules)
+
+
+class DailySource(LandingSource):
+    """A source with a folder per day, written by partition overwrite or merge."""
+
+    WHY: ClassVar[dict[str, str]] = {
+        "first_day": "a daily source needs its first partition day (YYYY-MM-DD)"
+    }
+
+    snapshot: Literal[False] = Field(default=False, description="false: a daily source.")
+    first_day: dt.date = Field(description="First partition day (YYYY-MM-DD).")
+    partition_date: str | None = Field(
+        default=None, description="Date column that must equal the day of the file's folder."
+    )
+    partition_column: str | None = Field(
+        default=None, description="Delta partition column (default: partition_date for overwrite)."
+    )
+
+    @field_validator("first_day", mode="before")
+    @classmethod
+    def _first_day(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError(cls.WHY["first_day"])
+        return value
+
+    @field_validator("strategy")
+    @classmethod
+    def _daily_strategy(cls, value: Strategy | None) -> Strategy | None:
+        if value == "replace":
+            raise ValueError(
+                "replace is for snapshot sources; a daily source is written by overwrite or merge"
+            )
+        return value
+
+    @field_validator("layout")
+    @classmethod
+    def _names_a_day(cls, value: str | None) -> str | None:
+        if value is not None and not Layout(value, "source").daily:
+            raise ValueError(
+                f"layout {value!r} names no day: add {{date}} (or "
+                "{yyyy}/{mm}/{dd}), or set snapshot: true"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _partitioned(self) -> DailySource:
+        self.require("partition_date", self.partition_date, "date", read=True)
+        self.require("partition_column", self.partition_column, "date")
+        if self.resolved_strategy == "overwrite":
+            if self.partition_date is None:
+                raise ValueError(
+                    "strategy overwrite replaces the run's days, so it needs "
+                    "partition_date (the column holding each row's day)"
+                )
+            if self.resolved_partition_column != self.partition_date:
+                raise ValueError(
+                    "partition_column: an overwrite table is partitioned by its "
+                    f"partition_date {self.partition_date!r}"
+                )
+        return self
+
+    def days(self) -> tuple[str | None, dt.date | None]:
+        """The partition_date column and the first partition day."""
+        return self.partition_date, self.first_day
+
+    @property
+    def resolved_strategy(self) -> Literal["overwrite", "merge"]:
+        """overwrite when a partition_date is declared, else merge (unless declared)."""
+        if self.strategy is not None:
+            return self.strategy  # type: ignore[return-value]  # replace is refused above
+        return "overwrite" if self.partition_date else "merge"
+
+    @property
+    def resolved_partition_column(self) -> str | None:
+        """The declared partition column, or the partition_date for overwrite."""
+        if self.partition_column:
+            return self.partition_column
+        return self.partition_date if self.resolved_strategy == "overwrite" else None
+
+
+class SnapshotSource(LandingSource):
+    """A source whose newest file is the whole table, replaced atomically or merged."""
+
+    WHY: ClassVar[dict[str, str]] = {
+        field: "a snapshot source has no partitions; remove it"
+        for field in ("first_day", "partition_date", "partition_column")
+    }
+
+    snapshot: Literal[True] = Field(description="true: a snapshot source.")
+
+    @field_validator("strategy")
+    @classmethod
+    def _snapshot_strategy(cls, value: Strategy | None) -> Strategy | None:
+        if value == "overwrite":
+            raise ValueError("a snapshot source is written by replace or merge, not overwrite")
+        return value
+
+    @field_validator("layout")
+    @classmethod
+    def _names_no_day(cls, value: str | None) -> str | None:
+        if value is not None and Layout(value, "source").daily:
+            raise ValueError(
+                f"layout {value!r} names a day, but a snapshot source has one "
+                "folder; drop the day placeholders"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _no_folder_days(self) -> SnapshotSource:
+        folder_days = [c.name for c in self.columns if c.folder_day]
+        if folder_days:
+            raise ValueError(
+                f"columns: {', '.join(folder_days)}: folder_day is the day of a daily "
+                "source's folder; a snapshot source has none"
+            )
+        return self
+
+    @property
+    def resolved_strategy(self) -> Literal["replace", "merge"]:
+        """replace unless merge is declared."""
+        return "merge" if self.strategy == "merge" else "replace"
+
+
+def kind_of(data: dict[str, Any]) -> type[LandingSource]:
+    """The kind a declaration's snapshot flag names (a flag that is not a bool: daily, where
+    it is then refused with what is allowed)."""
+    try:
+        snapshot = TypeAdapter(bool).validate_python(data.get("snapshot", False))
+    except ValidationError:
+        return DailySource
+    return SnapshotSource if snapshot else DailySource
+
+
+def _refuse_doubles(field: str, message: str, names: list[str]) -> None:
+    doubled = sorted({n for n in names if names.count(n) > 1})
+    if doubled:
+        raise ValueError(f"{field}: {message.format(', '.join(doubled))}")
