@@ -43,6 +43,10 @@ class LazyModule:
     def __getattr__(self, attribute: str) -> Any:
         module = self._module
         if module is None:
+            if attribute.startswith("_"):
+                # A probe of the stand-in, not a use of the module: Dagster's defs loader asks
+                # every module member for its private markers, copy and pickle for hooks.
+                raise AttributeError(attribute)
             module = self._module = importlib.import_module(self._name)
         return getattr(module, attribute)
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from idem_assets.lib.maintenance import maintenance_definitions
-from idem_assets.lib.resources import default_resources
+from idem_assets._loading import collector_paused
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -47,6 +46,8 @@ def project_definitions() -> dg.Definitions:
 
 def build_definitions(resources: dict[str, object]) -> dg.Definitions:
     """Every domain's definitions, with the lake's maintenance job, bound to ``resources``."""
+    from idem_assets.lib.maintenance import maintenance_definitions  # with the collector paused
+
     project = project_definitions()
     return dg.Definitions.merge(
         project,
@@ -55,4 +56,7 @@ def build_definitions(resources: dict[str, object]) -> dg.Definitions:
     )
 
 
-defs = build_definitions(default_resources())
+with collector_paused():
+    from idem_assets.lib.resources import default_resources
+
+    defs = build_definitions(default_resources())

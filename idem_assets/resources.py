@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster_deltalake import S3Config
 from pydantic import Field
 
+from idem_assets._deltalake_config import S3Config
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets.checkpoint.leases import Clock
 from idem_assets.lake import LakeTable

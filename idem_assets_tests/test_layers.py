@@ -116,3 +116,32 @@ def test_lib_imports_form_no_circle():
 
     circles = [name for name in graph if reaches(name, name, set())]
     assert circles == [], f"import circles through {circles}"
+
+
+# Loaded by a run when it reads or writes rows, never by loading the definitions: together
+# about 0.4 s in every process that loads the code location (benchmarks family F).
+_RUN_ONLY = (
+    "pyarrow",
+    "pandas",
+    "numpy",
+    "polars",
+    "pyspark",
+    "psycopg",
+    "dagster_deltalake.handler",
+)
+_LOADED = """
+import json, sys
+import idem_assets.definitions
+from idem_assets.definitions import defs
+defs.resolve_asset_graph()
+print(json.dumps(sorted(name for name in sys.modules)))
+"""
+
+
+def test_loading_the_code_location_imports_no_run_only_library():
+    done = run_python("-c", _LOADED)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = json.loads(done.stdout)
+    assert "dagster" in loaded and "idem_assets.lib" in loaded  # the probe sees imports
+    early = [m for m in loaded if any(m == r or m.startswith(r + ".") for r in _RUN_ONLY)]
+    assert early == [], f"loading the code location imports {early}"

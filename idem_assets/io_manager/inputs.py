@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import pyarrow as pa
 from deltalake import DeltaTable
 
+from idem_assets._lazy import lazy_module
 from idem_assets.io_manager.slices import PartitionSlice, arrow_type_of, partition_slice
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.frames import as_type
 from idem_assets.lake.predicates import quote_identifier
 from idem_assets.lake.tables import table_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
 
 
 def read_input(context: dg.InputContext, spec: WriteSpec, target: LakeTable) -> Any:

@@ -5,17 +5,24 @@ It is constructed like dagster-deltalake's IO managers (``root_uri``, ``storage_
 ``LakeResource``; ``idem/*`` metadata (merge, keys, version, dedupe) refines either.
 """
 
+from __future__ import annotations
+
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import pyarrow as pa
-from dagster_deltalake import AzureConfig, GcsConfig, LocalConfig, S3Config
-from dagster_deltalake.config import ClientConfig
 from deltalake import DeltaTable
 from pydantic import Field, field_validator, model_validator
 
+from idem_assets._deltalake_config import (
+    AzureConfig,
+    ClientConfig,
+    GcsConfig,
+    LocalConfig,
+    S3Config,
+)
+from idem_assets._lazy import lazy_module
 from idem_assets.checkpoint.leases import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode
@@ -55,6 +62,11 @@ from idem_assets.lake.frames import to_arrow
 from idem_assets.lake.tables import table_schema
 from idem_assets.partitions import window_dates
 from idem_assets.resources import CheckpointResource, LakeResource, storage_option_values
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
 
 
 def output_window(context: dg.OutputContext | dg.InputContext) -> Window:
@@ -166,7 +178,7 @@ class IdempotentDeltaIOManager(dg.ConfigurableIOManager):
         return mode_of(value)
 
     @model_validator(mode="after")
-    def _merge_configured(self) -> "IdempotentDeltaIOManager":
+    def _merge_configured(self) -> IdempotentDeltaIOManager:
         if self.mode is WriteMode.merge and self.merge_config is None:
             raise ValueError(
                 "mode='merge' needs merge_config, e.g. MergeConfig(merge_type=MergeType.upsert, "

@@ -18,12 +18,12 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import pyarrow as pa
 from deltalake import DeltaTable
 
+from idem_assets._lazy import lazy_module
 from idem_assets.checkpoint.leases import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.noop import unchanged_since
@@ -40,6 +40,12 @@ from idem_assets.lake.tables import (
     with_commit_retries,
 )
 from idem_assets.resources import CheckpointResource
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 APPEND_ID_KEY = "idem.append_id"
 

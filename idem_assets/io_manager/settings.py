@@ -8,11 +8,11 @@ error and ignore modes into the ``ModeWrite`` that ``io_manager.modes`` carries 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import pyarrow as pa
 
+from idem_assets._lazy import lazy_module
 from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode, clause_merge
 from idem_assets.io_manager.modes import ModeWrite
 from idem_assets.io_manager.slices import (
@@ -21,6 +21,11 @@ from idem_assets.io_manager.slices import (
     partition_slice,
     partitions_label,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
 
 
 def mode_write(

@@ -18,14 +18,21 @@ import datetime as dt
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pyarrow as pa
 
+from idem_assets._lazy import lazy_module
 from idem_assets.io_manager.window import Window
 from idem_assets.lake.predicates import Condition, In, Range, date_range
 
-TypeOf = Callable[[str], pa.DataType | None]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    TypeOf = Callable[[str], pa.DataType | None]
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 _LABEL_CHARS = 120
 
 

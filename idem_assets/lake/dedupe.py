@@ -6,16 +6,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.fingerprint import row_hashes
 from idem_assets.lake.frames import FrameLike, to_arrow, to_polars
 
 if TYPE_CHECKING:
     import polars as pl
+    import pyarrow as pa
 else:
-    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pl = lazy_module("polars")
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,24 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
+from idem_assets._lazy import lazy_module
 from idem_assets.lake.frames import is_text, nullable
 from idem_assets.lake.stored import DataFile
 from idem_assets.lake.tables import LakeTable, table_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pq = lazy_module("pyarrow.parquet")
+
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Delta truncates string statistics; longer bounds are left out (always safe for pruning).

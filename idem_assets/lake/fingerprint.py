@@ -21,15 +21,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.frames import FrameLike, to_arrow, to_polars
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
 else:
-    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
+    # imported on first use: see idem_assets._lazy
+    np = lazy_module("numpy")
+    pl = lazy_module("polars")
 
 ALGORITHM = "v2"
 _SEEDS = (0, 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF)

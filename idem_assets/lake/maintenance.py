@@ -18,14 +18,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from deltalake import DeltaTable
 
+from idem_assets._lazy import lazy_module
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.stored import table_fingerprint
 from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, with_commit_retries
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 # Delta's default deletedFileRetentionDuration, and the time-travel window the docs promise.
 MIN_RETENTION_HOURS = 168

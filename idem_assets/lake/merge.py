@@ -6,8 +6,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
@@ -27,8 +25,14 @@ from idem_assets.lake.tables import (
 
 if TYPE_CHECKING:
     import polars as pl
+    import pyarrow as pa
+    import pyarrow.compute as pc
 else:
-    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+    pl = lazy_module("polars")
+
 
 STRATEGY = "merge"
 _TIE = "__idem_tie"

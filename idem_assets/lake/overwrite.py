@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 
+from idem_assets._lazy import lazy_module
 from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import (
     Fingerprint,
@@ -34,6 +33,15 @@ from idem_assets.lake.tables import (
     table_schema,
     with_commit_retries,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+
 
 STRATEGY = "overwrite"
 

@@ -11,8 +11,15 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+from idem_assets._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 # A plain column identifier: what a predicate may quote, a write spec may name and a source
 # may declare (io_manager.spec and sources.columns import it from here, the lowest layer).

@@ -10,15 +10,13 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable
 from deltalake.transaction import AddAction
 
+from idem_assets._lazy import lazy_module
 from idem_assets.lake.delta_log import (
     NULL_PARTITION,
     StagedFile,
@@ -32,6 +30,19 @@ from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
 from idem_assets.lake.frames import nullable
 from idem_assets.lake.stored import data_files, filesystem, parquet_batches
 from idem_assets.lake.tables import LakeTable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+    pafs = lazy_module("pyarrow.fs")
+    pq = lazy_module("pyarrow.parquet")
+
 
 STREAM_PREFIX = "stream-"
 # Rows per staged file of a streamed write (a few hundred MB of Parquet at most).

@@ -5,16 +5,26 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
+from idem_assets._lazy import lazy_module
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
 from idem_assets.lake.frames import conform
 from idem_assets.lake.predicates import Range
 from idem_assets.lake.tables import LakeTable, table_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pafs = lazy_module("pyarrow.fs")
+    pq = lazy_module("pyarrow.parquet")
+
 
 _BATCH_ROWS = 65_536
 

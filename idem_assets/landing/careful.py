@@ -10,12 +10,17 @@ import csv
 import io
 import itertools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
+from idem_assets._lazy import lazy_module
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.raw import RawRows, RejectedRow, raw_fields_json
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 # Fed to the csv module after the last line: if it comes back inside a field, a quoted
 # field was still open at the end of the file and swallowed everything after its quote.

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from idem_assets._lazy import lazy_module
 from idem_assets.landing import numbers
 from idem_assets.landing.contract import EpochUnit, SourceContract
@@ -20,8 +18,12 @@ from idem_assets.landing.raw import MAX_FIELD_BYTES
 
 if TYPE_CHECKING:
     import polars as pl
+    import pyarrow as pa
 else:
-    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pl = lazy_module("polars")
+
 
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 # Date, T or space, time, optional fraction of 0-9 digits, optional offset (Z, +hh:mm,

@@ -9,6 +9,7 @@ declaration needs no Arrow; the Arrow type is built when rows are read or a tabl
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -90,3 +91,24 @@ def parse_type(text: str) -> ColumnType:
             raise ValueError(f"decimal({precision},{scale}) needs 1 <= P <= 38 and S <= P")
         return ColumnType("decimal", precision, scale)
     raise ValueError(f"{text!r} is not a column type; allowed: {TYPE_CHOICES}")
+
+
+@dataclass(frozen=True)
+class TypedColumn:
+    """A column of a table: its name, declared type and whether it may hold nulls."""
+
+    name: str
+    type: ColumnType
+    nullable: bool = True
+
+    @classmethod
+    def of(cls, name: str, type_text: str, *, nullable: bool = True) -> TypedColumn:
+        """A column whose type is spelled as a declaration spells it (``decimal(18,2)``)."""
+        return cls(name, parse_type(type_text), nullable)
+
+
+def arrow_schema(columns: Iterable[TypedColumn]) -> pa.Schema:
+    """The Arrow schema of typed columns, in their order."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(c.name, c.type.arrow(), nullable=c.nullable) for c in columns])

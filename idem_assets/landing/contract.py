@@ -8,12 +8,13 @@ snapshot folder whose newest file is read. See docs/landing.md for every rule.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from idem_assets.landing.column_types import ColumnType
+from idem_assets.landing.column_types import TypedColumn, arrow_schema
 from idem_assets.landing.layout import DEFAULT_DAILY_LAYOUT, DEFAULT_SNAPSHOT_LAYOUT, Layout
 from idem_assets.landing.numbers import Separators
 from idem_assets.landing.raw import MAX_FIELD_BYTES
@@ -29,12 +30,9 @@ ENCODINGS = ("utf-8", "utf-8-sig", "utf-16", "cp1252", "latin-1")
 
 
 @dataclass(frozen=True)
-class ContractColumn:
+class ContractColumn(TypedColumn):
     """One column read for a source: its lake name and type, and how its files spell it."""
 
-    name: str
-    type: ColumnType
-    nullable: bool = True
     file_name: str | None = None  # the name files give it, when it is renamed
     epoch: EpochUnit | None = None  # timestamps written as epoch seconds or milliseconds
     format: str | None = None  # strftime format of date and timestamp text
@@ -78,15 +76,9 @@ class SourceContract:
     @functools.cached_property
     def schema(self) -> pa.Schema:
         """The rows read: every column's lake name and Arrow type (keys never null)."""
-        import pyarrow as pa
-
-        return pa.schema(
-            [
-                pa.field(
-                    c.name, c.type.arrow(), nullable=c.nullable and c.name not in self.natural_key
-                )
-                for c in self.fields
-            ]
+        keys = set(self.natural_key)
+        return arrow_schema(
+            dataclasses.replace(c, nullable=c.nullable and c.name not in keys) for c in self.fields
         )
 
     @functools.cached_property

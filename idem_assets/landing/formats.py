@@ -6,14 +6,23 @@ import csv
 import io
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
-
+from idem_assets._lazy import lazy_module
 from idem_assets.landing.careful import parse_csv_rows, parse_jsonl_rows
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.raw import RawRows, empty_raw
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pacsv = lazy_module("pyarrow.csv")
+    pq = lazy_module("pyarrow.parquet")
+
 
 _LINE_STARTS_BLANK = re.compile(rb"\n[\n\r \t]")
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from idem_assets._lazy import lazy_module
 from idem_assets.landing.coerce import Coerced, ReadAs, coerce
@@ -17,19 +16,35 @@ from idem_assets.landing.raw import RawRows, raw_record_json, unique_names
 
 if TYPE_CHECKING:
     import polars as pl
+    import pyarrow as pa
 else:
-    pl = lazy_module("polars")  # imported on first use: see idem_assets._lazy
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pl = lazy_module("polars")
 
-QUARANTINE_SCHEMA = pa.schema(
-    [
-        pa.field("source", pa.string(), nullable=False),
-        pa.field("partition_date", pa.date32()),  # the folder date; null for snapshots
-        pa.field("source_file", pa.string(), nullable=False),  # relpath in the landing dir
-        pa.field("row_number", pa.int64(), nullable=False),  # 1-based data row in the file
-        pa.field("reason", pa.string(), nullable=False),
-        pa.field("raw_record", pa.string(), nullable=False),  # JSON of the raw field values
-    ]
-)
+
+@functools.cache
+def quarantine_schema() -> pa.Schema:
+    """The quarantine table's columns (batch and stream alike)."""
+    return pa.schema(
+        [
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("partition_date", pa.date32()),  # the folder date; null for snapshots
+            pa.field("source_file", pa.string(), nullable=False),  # relpath in the landing dir
+            pa.field("row_number", pa.int64(), nullable=False),  # 1-based data row in the file
+            pa.field("reason", pa.string(), nullable=False),
+            pa.field("raw_record", pa.string(), nullable=False),  # JSON of the raw field values
+        ]
+    )
+
+
+def __getattr__(name: str) -> Any:
+    # QUARANTINE_SCHEMA, built on first use (Arrow is not imported with this module).
+    if name == "QUARANTINE_SCHEMA":
+        return quarantine_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _PRESENT = "\x00present:"
 _PARSED = "\x00parsed"
 _RULE = "\x00rule:"
@@ -180,7 +195,7 @@ def _quarantine(
             "reason": reasons,
             "raw_record": raw_records,
         },
-        schema=QUARANTINE_SCHEMA,
+        schema=quarantine_schema(),
     )
 
 

@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pyarrow as pa
 from deltalake import write_deltalake
 from deltalake.exceptions import DeltaError
 
+from idem_assets._lazy import lazy_module
 from idem_assets.lake import LakeTable, OneOf, WriteResult, append_exactly_once, overwrite_slice
 from idem_assets.lake.predicates import Condition, date_range
 from idem_assets.lake.tables import commit_properties, is_conflict
 from idem_assets.landing.contract import SourceContract
-from idem_assets.landing.normalise import QUARANTINE_SCHEMA
+from idem_assets.landing.normalise import quarantine_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 QUARANTINE_TABLE = "quarantine"
 QUARANTINE_PARTITIONS = ("source", "partition_date")
@@ -58,7 +64,7 @@ def replace_quarantine(
         rows,
         quarantine_conditions(contract, window),
         partition_by=list(QUARANTINE_PARTITIONS),
-        schema=QUARANTINE_SCHEMA,
+        schema=quarantine_schema(),
         commit_metadata=quarantine_commit_metadata({"idem.source": contract.name}),
     )
     return result.version
@@ -74,7 +80,7 @@ def append_quarantine(
         rows,
         app_id,
         version,
-        schema=QUARANTINE_SCHEMA,
+        schema=quarantine_schema(),
         commit_metadata=quarantine_commit_metadata(entries),
     )
 
@@ -86,7 +92,7 @@ def ensure_quarantine_table(target: LakeTable) -> None:
     try:
         write_deltalake(
             target.uri,
-            QUARANTINE_SCHEMA.empty_table(),
+            quarantine_schema().empty_table(),
             mode="error",
             partition_by=list(QUARANTINE_PARTITIONS),
             storage_options=target.options(),

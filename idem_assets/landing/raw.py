@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+from idem_assets._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 # Bounds that keep one hostile value from blowing up memory, logs or the quarantine table.
 MAX_FIELD_BYTES = 1 << 20

@@ -9,9 +9,9 @@ import hashlib
 import io
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
+from idem_assets._lazy import lazy_module
 from idem_assets.landing.contract import DayBeforeFirstDayError, SourceContract
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.files import (
@@ -25,10 +25,15 @@ from idem_assets.landing.files import (
     is_gzip,
 )
 from idem_assets.landing.formats import TextDialect, read_raw
-from idem_assets.landing.normalise import QUARANTINE_SCHEMA, empty_rows, normalise
+from idem_assets.landing.normalise import empty_rows, normalise, quarantine_schema
 from idem_assets.landing.pieces import PIECE_BYTES, Piece, gunzip_chunks, text_pieces
 from idem_assets.landing.raw import RawRows
 from idem_assets.landing.store import LandingObject, LandingRoot, landing_root
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ class LandingBatch:
     start: dt.date | None  # days [start, end); None for snapshots
     end: dt.date | None
     rows: pa.Table  # valid rows, exactly the contract schema; not deduplicated
-    quarantine: pa.Table  # QUARANTINE_SCHEMA
+    quarantine: pa.Table  # quarantine_schema()
     files: tuple[LandingFile, ...]
     raw_rows: int  # every data row seen in every file
     dropped_columns: Mapping[str, tuple[str, ...]]  # relpath -> extra columns dropped
@@ -77,7 +82,7 @@ class PieceRows:
 
     index: int  # the piece's place in its file
     rows: pa.Table  # exactly the contract schema
-    quarantine: pa.Table  # QUARANTINE_SCHEMA
+    quarantine: pa.Table  # quarantine_schema()
 
 
 class FileReader:
@@ -280,7 +285,7 @@ class _Accumulator:
 
     def batch(self, start: dt.date | None, end: dt.date | None) -> LandingBatch:
         rows = pa.concat_tables([empty_rows(self.contract), *self.rows])
-        quarantine = pa.concat_tables([QUARANTINE_SCHEMA.empty_table(), *self.quarantine])
+        quarantine = pa.concat_tables([quarantine_schema().empty_table(), *self.quarantine])
         return LandingBatch(
             source=self.contract.name,
             start=start,

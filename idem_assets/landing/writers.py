@@ -10,17 +10,22 @@ import os
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from idem_assets._lazy import lazy_module
 from idem_assets.landing.contract import SourceContract
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pq = lazy_module("pyarrow.parquet")
+
 
 BERLIN_SUMMER = dt.timezone(dt.timedelta(hours=2))
 TIMESTAMP_FORMS = ("z", "offset", "naive", "space")
-# The type money_as_number writes as a float (the sample domain's amounts).
-MONEY = pa.decimal128(18, 2)
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,8 @@ def _jsonl_bytes(planned: PlannedFile) -> bytes:
 
 
 def _parquet_type(kind: pa.DataType, style: FileStyle) -> pa.DataType:
-    if kind == MONEY and style.money_as_number:
+    # money_as_number writes the sample domain's amounts, decimal(18,2), as floats.
+    if kind == pa.decimal128(18, 2) and style.money_as_number:
         return pa.float64()
     if pa.types.is_int64(kind) and style.narrow_ints:
         return pa.int32()

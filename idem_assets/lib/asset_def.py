@@ -6,30 +6,33 @@ A leaf of ``lib``: the checks, the landing output and the asset decorator
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import dagster as dg
-import pyarrow as pa
 from pydantic import Field
 
 from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.landing.column_types import TypedColumn, arrow_schema
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.rules import ValueRule
 from idem_assets.resources import LakeResource
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from idem_assets.lib.checks.per_partition import LakeCheck
+
+    # Pure recomputation of an asset's output rows for a window, before deduplication:
+    # the asset returns it and the rerun-equality check compares it with the table.
+    Compute = Callable[[LakeResource, Window], pa.Table]
 
 LAKE_IO_MANAGER_KEY = "lake_io"
 # Asset metadata naming the columns the maintenance job Z-orders a table by.
 Z_ORDER_KEY = "idem_maintenance/z_order"
 KINDS = {"deltalake", "polars"}
-
-# Pure recomputation of an asset's output rows for a window, before deduplication:
-# the asset returns it and the rerun-equality check compares it with the table.
-Compute = Callable[[LakeResource, Window], pa.Table]
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,9 @@ class LakeAssetDef:
 
     name: str
     spec: WriteSpec
-    schema: pa.Schema
+    # The table's columns: an Arrow schema, or typed columns (then Arrow is imported only
+    # when a run needs the schema, not when the code location loads).
+    schema: pa.Schema | tuple[TypedColumn, ...]
     compute: Compute
     column_descriptions: dict[str, str]
     # The landing source the asset loads, if any (enables the conservation check).
@@ -66,6 +71,13 @@ class LakeAssetDef:
     # Columns the maintenance job Z-orders the table by (none: plain compaction).
     z_order: tuple[str, ...] = ()
 
+    @functools.cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """The table's Arrow schema."""
+        if isinstance(self.schema, tuple):
+            return arrow_schema(self.schema)
+        return self.schema
+
     @property
     def pool(self) -> str:
         """The concurrency pool of the table's writers: with a limit of 1 (dagster.yaml),
@@ -88,6 +100,7 @@ class LakeAssetDef:
                     nullable=field.nullable, unique=(self.spec.natural_key == (field.name,))
                 ),
             )
+            # Typed columns show their declared types (decimal(18,2)), a schema Arrow's.
             for field in self.schema
         ]
         z_order = {Z_ORDER_KEY: list(self.z_order)} if self.z_order else {}

@@ -39,7 +39,8 @@ def lake_asset(
     daily = definition.partitions_def is not None
 
     def decorate(fn: Callable[..., Any]) -> dg.AssetsDefinition:
-        signature = inspect.signature(fn)
+        # Annotations resolved where fn was written (Dagster reads them off this signature).
+        signature = inspect.signature(fn, eval_str=True)
         takes_lake = "lake" in signature.parameters
         if not takes_lake:  # the checks need the lake whether the function does or not
             lake = inspect.Parameter(

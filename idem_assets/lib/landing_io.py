@@ -6,11 +6,12 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pyarrow as pa
 
 from idem_assets import __version__
+from idem_assets._lazy import lazy_module
 from idem_assets.io_manager import TableOutput, Window
 from idem_assets.io_manager.noop import same_inputs
 from idem_assets.io_manager.tracking import SettledWrite, last_settled
@@ -33,6 +34,11 @@ from idem_assets.lib.landing_report import (
     warn_unread,
 )
 from idem_assets.resources import CheckpointResource, LakeResource, SparkResource
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +228,7 @@ def _spark_output(
     rows = batch.rows
     if definition.derive_spark is not None:
         rows = definition.derive_spark(rows)
-    return TableOutput(rows, signature, schema=definition.schema)
+    return TableOutput(rows, signature, schema=definition.arrow_schema)
 
 
 def load_landing(

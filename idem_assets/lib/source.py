@@ -5,14 +5,15 @@ The YAML component (``LandingSourceComponent``) and the Python form
 way gets exactly the same asset, IO manager settings, checks and sensor.
 """
 
+from __future__ import annotations
+
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from idem_assets._lazy import lazy_module
 from idem_assets.io_manager import TableOutput, Window, WriteSpec
 from idem_assets.lib.asset_def import EngineConfig, LakeAssetDef
 from idem_assets.lib.lake_asset import lake_asset
@@ -21,6 +22,14 @@ from idem_assets.lib.sensors import daily_landing_sensor, snapshot_landing_senso
 from idem_assets.partitions import daily_partitions, partition_dates
 from idem_assets.resources import CheckpointResource, LakeResource, SparkResource
 from idem_assets.sources import DailySource, LandingSource, SnapshotSource
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
 
 
 def _date_of(pairs: tuple[tuple[str, str], ...]) -> Callable[[pa.Table], pa.Table]:
@@ -62,7 +71,7 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
             partition_column=source.resolved_partition_column,
             prune_columns=tuple(source.prune_columns),
         ),
-        schema=source.table_schema(),
+        schema=source.table_columns(),
         compute=compute,
         column_descriptions={c.name: c.description for c in source.columns if c.description},
         landing_source=contract,

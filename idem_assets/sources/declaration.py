@@ -18,11 +18,11 @@ import functools
 import re
 import zoneinfo
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from idem_assets.landing.column_types import ColumnType
+from idem_assets.landing.column_types import ColumnType, TypedColumn, arrow_schema
 from idem_assets.landing.contract import ENCODINGS, FORMATS, SourceContract
 from idem_assets.landing.layout import DEFAULT_DAILY_LAYOUT, DEFAULT_SNAPSHOT_LAYOUT, Layout
 from idem_assets.landing.numbers import DECIMAL_SEPARATORS, THOUSANDS_SEPARATORS, Separators
@@ -33,6 +33,9 @@ from idem_assets.sources.columns import Column, Declared
 # A source's name: it names a landing folder, a lake table, an asset and (for a stream) a
 # checkpoint scope and Delta txn app id. idem_assets.stream.source imports it from here.
 SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 _DELIMITER_NAMES = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 _RESERVED_SUFFIXES = (".parquet", ".jsonl", ".gz")
 MAX_DECLARED_FIELD_BYTES = 64 << 20
@@ -357,14 +360,14 @@ class LandingSource(Declared):
         """The column that must equal its file's folder day, and the first partition day."""
         return None, None
 
-    def table_schema(self) -> Any:
-        """The lake table's schema (a ``pyarrow.Schema``): read, then derived columns."""
-        import pyarrow as pa
-
+    def table_columns(self) -> tuple[TypedColumn, ...]:
+        """The lake table's columns in declaration order (only the natural key is not null)."""
         key = set(self.natural_key)
-        return pa.schema(
-            [pa.field(c.name, c.type.arrow(), nullable=c.name not in key) for c in self.columns]
-        )
+        return tuple(TypedColumn(c.name, c.type, c.name not in key) for c in self.columns)
+
+    def table_schema(self) -> pa.Schema:
+        """The lake table's Arrow schema."""
+        return arrow_schema(self.table_columns())
 
     def contract(self) -> SourceContract:
         """The reader's contract for this source."""

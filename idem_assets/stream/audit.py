@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
+from idem_assets._lazy import lazy_module
 from idem_assets.checkpoint import CheckpointStore, Status
 from idem_assets.lake import LakeTable, read_rows, txn_version
 from idem_assets.stream.offsets import OffsetLog
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 _MAX_PROBLEMS = 20
 

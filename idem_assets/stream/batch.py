@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from deltalake import DeltaTable
 
+from idem_assets._lazy import lazy_module
 from idem_assets.lake import Fingerprint, fingerprint
 from idem_assets.lake.frames import conform
-from idem_assets.landing.normalise import QUARANTINE_SCHEMA
+from idem_assets.landing.normalise import quarantine_schema
 from idem_assets.stream.files import FileRead
 from idem_assets.stream.offsets import BatchPlan
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 # Commit metadata that lets a restart recognise a batch's commit in the table history.
 META_STREAM = "idem.stream"
@@ -33,7 +39,7 @@ class BuiltBatch:
 
     plan: BatchPlan
     rows: pa.Table  # stream schema, in plan order then file row order
-    quarantine: pa.Table  # QUARANTINE_SCHEMA
+    quarantine: pa.Table  # quarantine_schema()
     raw_rows: int
     fingerprint: Fingerprint
 
@@ -61,7 +67,7 @@ def build_batch(source: StreamSource, plan: BatchPlan, reads: Sequence[FileRead]
     parts += [conform(with_lineage(read, plan.seq), schema) for read in reads]
     rows = pa.concat_tables(parts).combine_chunks()
     quarantine = pa.concat_tables(
-        [QUARANTINE_SCHEMA.empty_table(), *(r.quarantine for r in reads)]
+        [quarantine_schema().empty_table(), *(r.quarantine for r in reads)]
     ).combine_chunks()
     return BuiltBatch(plan, rows, quarantine, sum(r.raw_rows for r in reads), fingerprint(rows))
 

@@ -10,17 +10,21 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
+from idem_assets._lazy import lazy_module
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.files import Landing, file_format, is_hidden
-from idem_assets.landing.normalise import QUARANTINE_SCHEMA
+from idem_assets.landing.normalise import quarantine_schema
 from idem_assets.landing.reader import FileReader
 from idem_assets.landing.store import LandingObject, landing_root
 from idem_assets.stream.errors import FileChangedError, StreamStateError
 from idem_assets.stream.source import StreamSource
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class FileRead:
 
     entry: OffsetFile
     rows: pa.Table  # contract schema
-    quarantine: pa.Table  # QUARANTINE_SCHEMA, source = stream name
+    quarantine: pa.Table  # quarantine_schema(), source = stream name
     raw_rows: int
     dropped_columns: tuple[str, ...]
     notes: tuple[str, ...]
@@ -104,7 +108,7 @@ def read_offset_file(
     return FileRead(
         entry,
         pa.concat_tables([contract.schema.empty_table(), *(p.rows for p in pieces)]),
-        pa.concat_tables([QUARANTINE_SCHEMA.empty_table(), *(p.quarantine for p in pieces)]),
+        pa.concat_tables([quarantine_schema().empty_table(), *(p.quarantine for p in pieces)]),
         reader.file.rows,
         reader.dropped_columns,
         reader.notes,

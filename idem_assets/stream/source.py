@@ -5,18 +5,25 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
+from idem_assets._lazy import lazy_module
+from idem_assets.landing.column_types import TypedColumn, arrow_schema
 from idem_assets.landing.contract import SourceContract
 from idem_assets.sources.declaration import SOURCE_NAME
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
 
 STREAM_BATCH_COLUMN = "stream_batch"
 SOURCE_FILE_COLUMN = "source_file"
 # Lineage columns appended to the contract columns: which batch and file each row came from.
-LINEAGE_FIELDS = (
-    pa.field(STREAM_BATCH_COLUMN, pa.int64(), nullable=False),
-    pa.field(SOURCE_FILE_COLUMN, pa.string(), nullable=False),
+LINEAGE_COLUMNS = (
+    TypedColumn.of(STREAM_BATCH_COLUMN, "int64", nullable=False),
+    TypedColumn.of(SOURCE_FILE_COLUMN, "string", nullable=False),
 )
 
 
@@ -56,9 +63,7 @@ class StreamSource:
     @property
     def schema(self) -> pa.Schema:
         """The lake table schema: contract columns, then the lineage columns."""
-        fields = list(self.contract.schema)
-        fields.extend(LINEAGE_FIELDS)
-        return pa.schema(fields)
+        return pa.schema([*self.contract.schema, *arrow_schema(LINEAGE_COLUMNS)])
 
     def folder(self, landing_dir: str | Path) -> Path:
         """The local landing folder new files arrive in (for writers of sample files)."""

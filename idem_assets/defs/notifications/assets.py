@@ -3,12 +3,12 @@
 import datetime as dt
 import os
 import socket
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pyarrow as pa
-import pyarrow.compute as pc
 from pydantic import Field
 
+from idem_assets._lazy import lazy_module
 from idem_assets.defs.sales.assets import ORDERS_TABLE
 from idem_assets.io_manager import Window, read, target_table
 from idem_assets.lib.automation import follows_upstream
@@ -16,6 +16,15 @@ from idem_assets.notify import idempotency_key
 from idem_assets.notify.outbox import DeliveryReport, OutboxRecord, drain, register
 from idem_assets.partitions import partition_dates
 from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+
 
 # An order reaching one of these statuses earns its customer one notification.
 NOTIFY_STATUSES = ("shipped", "delivered", "refunded")
@@ -64,7 +73,7 @@ def day_of(scope: str) -> dt.date | None:
         return None
 
 
-def notification_records(orders: pa.Table, day: dt.date) -> list[OutboxRecord]:
+def notification_records(orders: "pa.Table", day: dt.date) -> list[OutboxRecord]:
     """The records of one day: an order in a notable status, keyed by (order, status)."""
     notable = orders.filter(
         pc.and_(
@@ -125,7 +134,7 @@ def notifications(
         ORDERS_TABLE.spec,
         target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
         window,
-        ORDERS_TABLE.schema,
+        ORDERS_TABLE.arrow_schema,
     )
     client = notifier.client()
     total = DeliveryReport()

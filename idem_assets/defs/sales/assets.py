@@ -1,27 +1,35 @@
 """daily_sales: revenue and order counts per day, recomputed and overwritten per partition."""
 
+from __future__ import annotations
+
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pyarrow as pa
 
+from idem_assets._lazy import lazy_module
 from idem_assets.defs.sales.checks import RECONCILIATION
 from idem_assets.defs.sales.orders import NON_REVENUE_STATUSES, ORDERS_TABLE
 from idem_assets.io_manager import Window, WriteSpec, read, target_table
 from idem_assets.lake.frames import conform
+from idem_assets.landing.column_types import TypedColumn
 from idem_assets.lib import LakeAssetDef, lake_asset
 from idem_assets.lib.automation import follows_upstream
 from idem_assets.partitions import partition_dates
 from idem_assets.resources import LakeResource
 
-SALES_SCHEMA = pa.schema(
-    [
-        pa.field("order_date", pa.date32(), nullable=False),
-        pa.field("orders", pa.int64()),
-        pa.field("revenue_orders", pa.int64()),
-        pa.field("revenue", pa.decimal128(18, 2)),  # orders.amount's type
-        pa.field("customers", pa.int64()),
-    ]
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
+
+SALES_COLUMNS = (
+    TypedColumn.of("order_date", "date", nullable=False),
+    TypedColumn.of("orders", "int64"),
+    TypedColumn.of("revenue_orders", "int64"),
+    TypedColumn.of("revenue", "decimal(18,2)"),  # orders.amount's type
+    TypedColumn.of("customers", "int64"),
 )
 
 
@@ -49,14 +57,16 @@ def aggregate_sales(orders: pa.Table, start: dt.date, end: dt.date) -> pa.Table:
         )
         .sort("order_date")
     )
-    return conform(filled.to_arrow(), SALES_SCHEMA)
+    return conform(filled.to_arrow(), SALES_TABLE.arrow_schema)
 
 
 def sales_rows(lake: LakeResource, window: Window) -> pa.Table:
     """Recompute daily sales of the window from the stored orders table."""
     assert window.start is not None and window.end is not None
     spec = ORDERS_TABLE.spec
-    orders = read(spec, target_table(lake, spec, ORDERS_TABLE.key), window, ORDERS_TABLE.schema)
+    orders = read(
+        spec, target_table(lake, spec, ORDERS_TABLE.key), window, ORDERS_TABLE.arrow_schema
+    )
     return aggregate_sales(orders, window.start, window.end)
 
 
@@ -65,7 +75,7 @@ SALES_TABLE = LakeAssetDef(
     spec=WriteSpec(
         strategy="overwrite", natural_key=("order_date",), partition_column="order_date"
     ),
-    schema=SALES_SCHEMA,
+    schema=SALES_COLUMNS,
     compute=sales_rows,
     column_descriptions={
         "order_date": "The day; natural key, Delta partition and Dagster partition.",
@@ -90,7 +100,8 @@ SALES_TABLE = LakeAssetDef(
         "of the range gets exactly one row, zeros included."
     ),
 )
-def daily_sales(context: dg.AssetExecutionContext, orders: pa.Table) -> pa.Table:
-    """Daily revenue for the partition range, from the orders table."""
+def daily_sales(context: dg.AssetExecutionContext, orders):  # noqa: ANN001, ANN201
+    """Daily revenue for the partition range, from the orders table (an Arrow table in, one
+    out; unannotated, so that loading the definitions does not import Arrow)."""
     start, end = partition_dates(context)
     return aggregate_sales(orders, start, end)

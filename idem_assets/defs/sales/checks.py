@@ -1,17 +1,28 @@
 """Checks of daily_sales, including an independent reconciliation with orders."""
 
+from __future__ import annotations
+
 import decimal
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from idem_assets._lazy import lazy_module
 from idem_assets.defs.sales.orders import NON_REVENUE_STATUSES, ORDERS_TABLE
 from idem_assets.io_manager import Window, read, target_table
 from idem_assets.lib import LakeAssetDef
 from idem_assets.lib.checks import CheckName, LakeCheck
 from idem_assets.resources import LakeResource
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+else:
+    # imported on first use: see idem_assets._lazy
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+
 
 RECONCILES_WITH_ORDERS = "reconciles_with_orders"
 
@@ -47,13 +58,13 @@ def _reconciles(
         ORDERS_TABLE.spec,
         target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
         window,
-        ORDERS_TABLE.schema,
+        ORDERS_TABLE.arrow_schema,
     )
     sales = read(
         definition.spec,
         target_table(lake, definition.spec, definition.key),
         window,
-        definition.schema,
+        definition.arrow_schema,
     )
     expected = _totals_by_day(orders)
     stored = {row["order_date"]: (row["orders"], row["revenue"]) for row in sales.to_pylist()}

@@ -1,7 +1,7 @@
 """What daily_sales and its reconciliation know of orders."""
 
 from idem_assets.lib import lake_asset_def
-from idem_assets.sample import ORDERS_SOURCE
+from idem_assets.sample.sources import ORDERS_SOURCE
 
 # The orders table as its declaration (defs/orders/defs.yaml) defines it.
 ORDERS_TABLE = lake_asset_def(ORDERS_SOURCE)

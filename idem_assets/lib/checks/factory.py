@@ -22,7 +22,7 @@ def _rerun_equality(
     definition: LakeAssetDef, lake: LakeResource, window: Window, _: frozenset[str]
 ) -> Iterator[dg.AssetCheckResult]:
     spec = definition.spec
-    batch = prepare(spec, definition.compute(lake, window), definition.schema)
+    batch = prepare(spec, definition.compute(lake, window), definition.arrow_schema)
     result = compare(spec, target_table(lake, spec, definition.key), batch, window)
     yield dg.AssetCheckResult(
         check_name=RERUN_EQUALITY,
@@ -67,7 +67,7 @@ def _unique_key(
     table = target_table(lake, definition.spec, definition.key).open()
     by_day = column is not None and any(window.partitioned for window in windows)
     columns = list(dict.fromkeys([*key, column])) if by_day else list(key)
-    frame = pl.from_arrow(read_rows(table, definition.schema, columns=columns))
+    frame = pl.from_arrow(read_rows(table, definition.arrow_schema, columns=columns))
     assert isinstance(frame, pl.DataFrame)
     repeated = frame.group_by(list(key)).len().filter(pl.col("len") > 1)
     for index, window in enumerate(windows):

@@ -247,7 +247,7 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
 
         batch = read_landing(lake, contract, window)
         rows = definition.derive(batch.rows) if definition.derive else batch.rows
-        deduplicated = prepare(definition.spec, rows, definition.schema)
+        deduplicated = prepare(definition.spec, rows, definition.arrow_schema)
         if CONSERVATION in selected:
             yield conservation_result(definition, lake, window, batch, deduplicated)
         if QUARANTINE_SHARE in selected:
