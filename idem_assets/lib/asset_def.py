@@ -100,7 +100,7 @@ class LakeAssetDef:
                     nullable=field.nullable, unique=(self.spec.natural_key == (field.name,))
                 ),
             )
-            # Typed columns show their declared types (decimal(18,2)), a schema Arrow's.
+            # Typed columns show their declared types (decimal(18,2)); an Arrow schema, Arrow's.
             for field in self.schema
         ]
         z_order = {Z_ORDER_KEY: list(self.z_order)} if self.z_order else {}

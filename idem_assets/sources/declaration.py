@@ -30,12 +30,12 @@ from idem_assets.landing.rules import ValueRule
 from idem_assets.sources.columns import Column, Declared
 from idem_assets.sources.options import CheckOptions, CsvOptions, NumberOptions, SensorOptions
 
-# A source's name: it names a landing folder, a lake table, an asset and (for a stream) a
-# checkpoint scope and Delta txn app id. idem_assets.stream.source imports it from here.
-SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 if TYPE_CHECKING:
     import pyarrow as pa
 
+# A source's name: it names a landing folder, a lake table, an asset and (for a stream) a
+# checkpoint scope and Delta txn app id. idem_assets.stream.source imports it from here.
+SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 MAX_DECLARED_FIELD_BYTES = 64 << 20
 Strategy = Literal["overwrite", "merge", "replace"]
 # What a column named by another field must be, by name of the requirement.
