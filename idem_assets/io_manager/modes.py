@@ -32,6 +32,7 @@ from idem_assets.io_manager.tracking import LakeWriteLog
 from idem_assets.lake import Fingerprint, LakeTable, Proof, WriteResult, fingerprint, read_rows
 from idem_assets.lake.append import append_exactly_once, create_with
 from idem_assets.lake.clauses import ClauseMerge, MergeConfigError, merge_by_clauses
+from idem_assets.lake.delta_log import commit_infos
 from idem_assets.lake.predicates import Condition
 from idem_assets.lake.tables import (
     WriteOptions,
@@ -218,9 +219,9 @@ def _append(
 
 def appended_fingerprint(table: DeltaTable, app_id: str) -> str | None:
     """The content fingerprint the commit of ``app_id``'s append recorded (None: unknown)."""
-    for entry in table.history():
-        if entry.get(APPEND_ID_KEY) == app_id:
-            return entry.get("idem.fingerprint")
+    for _, info in commit_infos(table, table.version() + 1):
+        if info.get(APPEND_ID_KEY) == app_id:
+            return info.get("idem.fingerprint")
     return None
 
 

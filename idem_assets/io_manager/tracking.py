@@ -23,6 +23,7 @@ from deltalake import DeltaTable
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status
 from idem_assets.checkpoint.leases import lease_live
 from idem_assets.io_manager.window import Window
+from idem_assets.lake.delta_log import commit_infos
 from idem_assets.lake.predicates import Condition, In, Range
 
 LEASE_TOKEN_KEY = "idem.lease_token"
@@ -258,9 +259,9 @@ class LakeWriteLog:
 def _version_of_token(table: DeltaTable | None, token: str | None) -> int | None:
     if table is None or not token:
         return None
-    for entry in table.history(_HISTORY_DEPTH):
-        if entry.get(LEASE_TOKEN_KEY) == token:
-            return int(entry["version"])
+    for version, info in commit_infos(table, _HISTORY_DEPTH):
+        if info.get(LEASE_TOKEN_KEY) == token:
+            return version
     return None
 
 

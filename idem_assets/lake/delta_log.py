@@ -1,7 +1,8 @@
 """The Delta log as the staged writers write it: file statistics from Parquet footers,
 partition values as the log spells them, add and remove actions, the gate on table
-features those writers cannot honour, and ``commit``, the one entry point through which
-the local streaming writer and the Spark engine's staged writes reach the log.
+features those writers cannot honour, ``commit``, the one entry point through which the
+local streaming writer and the Spark engine's staged writes reach the log, and
+``commit_infos``, the one way the log's commit metadata is read back.
 """
 
 from __future__ import annotations
@@ -9,17 +10,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.frames import is_text, nullable
-from idem_assets.lake.stored import DataFile
+from idem_assets.lake.stored import DataFile, filesystem
 from idem_assets.lake.tables import LakeTable, table_schema
 
 if TYPE_CHECKING:
@@ -189,6 +190,29 @@ def require_plain_table(
             f"{table.table_uri} has columns {stored} but the rows have {given}; "
             "staged files have the table's schema only (no schema evolution)"
         )
+
+
+def commit_infos(table: DeltaTable, depth: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(version, commitInfo) of the ``depth`` newest versions up to ``table``'s, newest first.
+
+    Each is read from its own log file. Not ``DeltaTable.history``: delta-rs reads the newest
+    log files on storage but numbers them down from the loaded snapshot's version, so a
+    commit that lands after the table was loaded shifts every number it reports (and a
+    version found by its metadata there can be another commit's).
+    """
+    fs, base = filesystem(table.table_uri)
+    top = table.version()
+    for version in range(top, max(top - depth, -1), -1):
+        try:
+            with fs.open_input_stream(f"{base}/_delta_log/{version:020d}.json") as handle:
+                text = handle.read().decode("utf-8")
+        except FileNotFoundError:
+            return  # older log files are gone (log retention): so is their history
+        for line in text.splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "commitInfo" in action:
+                yield version, action["commitInfo"]
+                break
 
 
 def next_version(table: DeltaTable) -> int:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from deltalake import DeltaTable
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.delta_log import commit_infos
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.stored import table_fingerprint
 from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, with_commit_retries
@@ -128,9 +129,9 @@ def compact(
 
 def _compaction_version(table: DeltaTable, after: int) -> int | None:
     """The version of the compaction committed after version ``after``, if there is one."""
-    for entry in table.history(max(table.version() - after, 1)):
-        if entry.get("version", -1) > after and entry.get("idem.maintenance") == "compact":
-            return int(entry["version"])
+    for version, info in commit_infos(table, table.version() - after):
+        if info.get("idem.maintenance") == "compact":
+            return version
     return None
 
 

@@ -10,6 +10,7 @@ from deltalake import DeltaTable
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake import Fingerprint, fingerprint
+from idem_assets.lake.delta_log import commit_infos
 from idem_assets.lake.frames import conform
 from idem_assets.landing.normalise import quarantine_schema
 from idem_assets.stream.files import FileRead
@@ -86,7 +87,7 @@ def batch_metadata(source: StreamSource, built: BuiltBatch) -> dict[str, Any]:
 
 def find_batch_commit(table: DeltaTable, source: StreamSource, seq: int) -> dict[str, Any] | None:
     """The recent history entry of batch ``seq``'s commit (its metadata), if within reach."""
-    for entry in table.history(limit=HISTORY_LOOKBACK):
-        if entry.get(META_STREAM) == source.name and entry.get(META_BATCH) == str(seq):
-            return entry
+    for _, info in commit_infos(table, HISTORY_LOOKBACK):
+        if info.get(META_STREAM) == source.name and info.get(META_BATCH) == str(seq):
+            return info
     return None
