@@ -274,12 +274,13 @@ class LandingSource(Declared):
 
     def contract(self) -> SourceContract:
         """The reader's contract for this source."""
+        date_column, first_day = self.days()
         return SourceContract(
             name=self.name,
             fields=tuple(c.contract_column(self.null_values) for c in self.read_columns),
             natural_key=tuple(self.natural_key),
             version_column=self.version,
-            date_column=self.days()[0],
+            date_column=date_column,
             daily=not self.snapshot,
             layout_template=self.layout,
             formats=tuple(f for f in FORMATS if f in self.formats),
@@ -291,7 +292,7 @@ class LandingSource(Declared):
             csv_suffixes=self.csv.suffixes,
             encoding=self.encoding,
             rules=tuple(r for c in self.read_columns for r in c.value_rules),
-            first_day=self.days()[1],
+            first_day=first_day,
             max_field_bytes=self.max_field_bytes,
         )
 
