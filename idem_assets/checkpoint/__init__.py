@@ -11,6 +11,7 @@ from idem_assets.checkpoint.errors import (
 from idem_assets.checkpoint.model import (
     DEFAULT_MAX_ATTEMPTS,
     Claim,
+    Memo,
     Retryable,
     Status,
     Tracker,
@@ -26,6 +27,7 @@ __all__ = [
     "Claim",
     "InvalidTransition",
     "LeaseLost",
+    "Memo",
     "Retryable",
     "SchemaVersionError",
     "Status",

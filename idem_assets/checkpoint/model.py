@@ -79,6 +79,16 @@ class Claim:
         return self.attempts >= self.max_attempts
 
 
+@dataclass(frozen=True)
+class Memo:
+    """A value kept while its stamp holds: a file's hash while its size and time hold, a
+    check's result while what it read is unchanged. The caller compares stamps."""
+
+    key: str
+    stamp: str
+    value: Any
+
+
 class Retryable(NamedTuple):
     """A scope with records due for another attempt, and the earliest due time."""
 

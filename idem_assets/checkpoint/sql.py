@@ -8,7 +8,7 @@ Values always travel as parameters; the only text spliced in comes from code con
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 CREATE_VERSION_TABLE = """
 CREATE TABLE IF NOT EXISTS checkpoint_schema_version (
@@ -57,6 +57,25 @@ CREATE INDEX IF NOT EXISTS checkpoint_trackers_due
 CREATE INDEX IF NOT EXISTS checkpoint_trackers_status
     ON checkpoint_trackers (status, next_attempt_at)""",
 )
+
+# Memos (version 2): a value kept while its stamp holds, such as a landing file's hash while
+# its size and modification time hold. One row per (scope, key), replaced in place, so what
+# a write proves about 10,000 files is 10,000 small rows, never one record's blob.
+CREATE_MEMOS = (
+    """
+CREATE TABLE IF NOT EXISTS checkpoint_memos (
+    scope TEXT NOT NULL,
+    memo_key TEXT NOT NULL,
+    stamp TEXT NOT NULL,
+    memo TEXT,
+    updated_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (scope, memo_key)
+)""",
+)
+
+# What each schema version adds to the one before it (a store is upgraded in place).
+MIGRATIONS = {2: CREATE_MEMOS}
+CREATE_SCHEMA = CREATE_SCHEMA + CREATE_MEMOS
 
 _SELECT_TRACKERS = """
 SELECT scope, record_id, status, attempts, max_attempts, redrive_count,
@@ -198,3 +217,17 @@ SELECT scope, MIN(next_attempt_at) FROM checkpoint_trackers
 WHERE status IN ('failed', 'in_progress') AND next_attempt_at <= :now
 GROUP BY scope
 ORDER BY MIN(next_attempt_at), scope"""
+
+GET_MEMOS = """
+SELECT memo_key, stamp, memo FROM checkpoint_memos
+WHERE scope = :scope AND memo_key IN (SELECT value FROM {json_array:keys})"""
+
+PUT_MEMO = """
+INSERT INTO checkpoint_memos (scope, memo_key, stamp, memo, updated_at)
+VALUES (:scope, :memo_key, :stamp, :memo, :now)
+ON CONFLICT (scope, memo_key) DO UPDATE SET
+    stamp = excluded.stamp, memo = excluded.memo, updated_at = excluded.updated_at"""
+
+FORGET_MEMOS = """
+DELETE FROM checkpoint_memos
+WHERE scope = :scope AND memo_key IN (SELECT value FROM {json_array:keys})"""

@@ -24,6 +24,7 @@ from idem_assets.checkpoint.model import (
     DEFAULT_MAX_ATTEMPTS,
     MAX_OWNER_CHARS,
     Claim,
+    Memo,
     Retryable,
     Status,
     Tracker,
@@ -98,7 +99,7 @@ class CheckpointStore:
             self._conn = None
 
     def ensure_schema(self) -> None:
-        """Create the tables once; refuse a database written by a newer schema."""
+        """Create the tables once, upgrade an older schema in place; refuse a newer one."""
         with self._transaction():
             if self._dialect.schema_lock:
                 self._run(self._dialect.schema_lock, {})
@@ -113,6 +114,11 @@ class CheckpointStore:
                     f"{self.url} holds checkpoint schema version {version}; this code knows "
                     f"up to {sql.SCHEMA_VERSION}: upgrade the code before using this store"
                 )
+            elif version < sql.SCHEMA_VERSION:
+                for step in range(version + 1, sql.SCHEMA_VERSION + 1):
+                    for statement in sql.MIGRATIONS[step]:
+                        self._run(statement, {})
+                self._run(sql.INSERT_VERSION, {"version": sql.SCHEMA_VERSION, "now": self._now()})
 
     def register(
         self,
@@ -315,6 +321,42 @@ class CheckpointStore:
         at = self._now() if now is None else require_seconds("now", now, positive=False)
         rows = self._run(sql.RETRYABLE, {"now": at}).fetchall()
         return [Retryable(scope, float(due)) for scope, due in rows]
+
+    def memos(self, scope: str, keys: Iterable[str]) -> dict[str, Memo]:
+        """The memos of ``keys`` in ``scope`` that exist (stamps are compared by the caller)."""
+        wanted = key_list("keys", keys)
+        if not wanted:
+            return {}
+        params = {"scope": require_key("scope", scope), "keys": ids_json(wanted)}
+        rows = self._run(sql.GET_MEMOS, params).fetchall()
+        return {key: Memo(key, stamp, decode_json(memo)) for key, stamp, memo in rows}
+
+    def remember(self, scope: str, memos: Iterable[Memo]) -> int:
+        """Keep each memo (replacing the key's earlier one), all in one transaction."""
+        now = self._now()
+        rows = [
+            {
+                "scope": require_key("scope", scope),
+                "memo_key": require_key("memo key", memo.key),
+                "stamp": require_key("memo stamp", memo.stamp),
+                "memo": encode_json(f"memo {memo.key!r}", memo.value),
+                "now": now,
+            }
+            for memo in memos
+        ]
+        if rows:
+            with self._transaction():
+                self._connection().cursor().executemany(self._sql(sql.PUT_MEMO), rows)
+        return len(rows)
+
+    def forget(self, scope: str, keys: Iterable[str]) -> int:
+        """Drop the memos of ``keys`` in ``scope``; returns how many there were."""
+        wanted = key_list("keys", keys)
+        if not wanted:
+            return 0
+        params = {"scope": require_key("scope", scope), "keys": ids_json(wanted)}
+        with self._transaction():
+            return int(self._run(sql.FORGET_MEMOS, params).rowcount)
 
     def now(self) -> float:
         """Epoch seconds on this store's clock (leases are compared against it)."""

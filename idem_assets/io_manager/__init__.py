@@ -3,7 +3,7 @@
 from idem_assets.io_manager.batch import PreparedBatch, prepare
 from idem_assets.io_manager.delta_modes import MergeConfig, MergeType, SchemaMode, WriteMode
 from idem_assets.io_manager.manager import IdempotentDeltaIOManager, output_window, target_table
-from idem_assets.io_manager.output import StaleSkipError, TableOutput
+from idem_assets.io_manager.output import StaleSkipError, TableOutput, UnsettledWriteError
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.strategies import RerunComparison, compare, read, write
 from idem_assets.io_manager.window import Window
@@ -17,6 +17,7 @@ __all__ = [
     "PreparedBatch",
     "RerunComparison",
     "StaleSkipError",
+    "UnsettledWriteError",
     "TableOutput",
     "Window",
     "WriteSpec",

@@ -270,6 +270,4 @@ def handler_for(
 
 def _whole(output: TableOutput) -> TableOutput:
     assert output.rows is not None
-    return TableOutput(
-        to_arrow(output.rows), output.input_signature, output.schema, output.input_hashes
-    )
+    return TableOutput(to_arrow(output.rows), output.input_signature, output.schema)

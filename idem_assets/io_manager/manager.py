@@ -206,27 +206,27 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         except BaseException as error:
             log.fail(claim, error)
             raise
-        crash_point(f"lake.after_commit/{name}")
         result = done.result
-        # Sign the slice as of our own version: a later writer's files must not be
-        # credited with our fingerprint.
-        signed = (
-            table
-            if table is not None and table.version() == result.version
-            else target.open(result.version)
-        )
-        log.settle(
-            claim,
-            fingerprint=str(result.fingerprint),
-            files=slice_signature(signed, done.touched),
-            version=result.version,
-            committed=result.committed,
-            rows=done.counts.rows,
-            input_signature=output.input_signature,
-            input_hashes=output.input_hashes or {},
-            conditions=done.touched,
-            duplicates_dropped=int(done.counts.duplicates_dropped),
-        )
+        with log.settling(claim, result.version, result.committed):
+            crash_point(f"lake.after_commit/{name}")
+            # Sign the slice as of our own version: a later writer's files must not be
+            # credited with our fingerprint.
+            signed = (
+                table
+                if table is not None and table.version() == result.version
+                else target.open(result.version)
+            )
+            log.settle(
+                claim,
+                fingerprint=str(result.fingerprint),
+                files=slice_signature(signed, done.touched),
+                version=result.version,
+                committed=result.committed,
+                rows=done.counts.rows,
+                input_signature=output.input_signature,
+                conditions=done.touched,
+                duplicates_dropped=int(done.counts.duplicates_dropped),
+            )
         metadata = output_metadata(
             spec, result, covered.display, done.counts, engine=handler.engine
         )
@@ -339,7 +339,6 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
             committed=False,
             rows=settled.rows,
             input_signature=settled.input_signature,
-            input_hashes=output.input_hashes or settled.input_hashes,
             conditions=settled.conditions,
             duplicates_dropped=settled.duplicates_dropped,
         )

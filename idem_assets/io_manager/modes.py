@@ -112,7 +112,9 @@ def write_by_mode(
             plan.mode, target.uri, table.version(), content, proof=Proof.CHECKPOINT
         )
         claim = log.begin({"window": covered.display, "mode": plan.mode})
+        wrote = False
     else:
+        wrote = True
         claim = log.begin({"window": covered.display, "mode": plan.mode})
         crash_point(f"lake.before_write/{name}")
         metadata = {**commit_metadata, **log.commit_metadata(claim)}
@@ -122,20 +124,21 @@ def write_by_mode(
         except BaseException as error:
             log.fail(claim, error)
             raise
-        crash_point(f"lake.after_commit/{name}")
-    stored = target.open(result.version) if result.version >= 0 else None
-    log.settle(
-        claim,
-        fingerprint=key,
-        files=slice_signature(stored, conditions),
-        version=result.version,
-        committed=result.committed,
-        rows=rows.num_rows,
-        input_signature=None,
-        input_hashes={},
-        conditions=conditions,
-        duplicates_dropped=0,
-    )
+    with log.settling(claim, result.version, result.committed):
+        if wrote:
+            crash_point(f"lake.after_commit/{name}")
+        stored = target.open(result.version) if result.version >= 0 else None
+        log.settle(
+            claim,
+            fingerprint=key,
+            files=slice_signature(stored, conditions),
+            version=result.version,
+            committed=result.committed,
+            rows=rows.num_rows,
+            input_signature=None,
+            conditions=conditions,
+            duplicates_dropped=0,
+        )
     return _metadata(plan, result, covered, rows, stored)
 
 

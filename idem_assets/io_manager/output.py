@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.frames import FrameLike
@@ -28,9 +27,6 @@ class TableOutput:
     input_signature: str | None = None
     # The table schema, needed when rows are a Spark DataFrame written by executors.
     schema: pa.Schema | None = None
-    # Content hashes of the input files by stamp (landing.HashCache.kept), kept with the
-    # write so the next run can prove its inputs unchanged without reading them.
-    input_hashes: Mapping[str, Any] | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -38,12 +34,15 @@ class TableOutput:
         return self.rows is None
 
     @classmethod
-    def unchanged_inputs(
-        cls, input_signature: str, input_hashes: Mapping[str, Any] | None = None
-    ) -> TableOutput:
+    def unchanged_inputs(cls, input_signature: str) -> TableOutput:
         """The output of an asset whose inputs match the last settled write."""
-        return cls(rows=None, input_signature=input_signature, input_hashes=input_hashes)
+        return cls(rows=None, input_signature=input_signature)
 
 
 class StaleSkipError(RuntimeError):
     """An asset skipped on unchanged inputs, but the table slice moved in the meantime."""
+
+
+class UnsettledWriteError(RuntimeError):
+    """A write committed, but its checkpoint record could not be settled: the next run of
+    the window finds the commit by its lease token and records it (reconciliation)."""

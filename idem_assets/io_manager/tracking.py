@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from deltalake import DeltaTable
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status
 from idem_assets.checkpoint.leases import lease_live
+from idem_assets.io_manager.output import UnsettledWriteError
 from idem_assets.io_manager.window import Window
 from idem_assets.lake.delta_log import commit_infos
 from idem_assets.lake.predicates import Condition, In, Range
@@ -47,8 +49,6 @@ class SettledWrite:
     # The slice conditions the files signature covers (serialized, see encode_conditions).
     conditions: tuple[Condition, ...] = ()
     duplicates_dropped: int = 0
-    # Input file hashes by stamp, for the next run's unchanged-inputs proof.
-    input_hashes: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _kind(value: object) -> str:
@@ -141,12 +141,27 @@ class LakeWriteLog:
         self.lease_seconds = lease_seconds
 
     def reconcile(self, table: DeltaTable | None) -> list[Reconciled]:
-        """Resolve records of crashed runs for this window (expired in_progress leases)."""
+        """Resolve records of stopped runs for this window from the Delta log.
+
+        A record still in_progress past its lease (its run died) or failed (its run raised,
+        possibly after its commit, e.g. while settling) is looked up by its lease token in
+        the table's commit metadata: a commit that landed is recorded as that version
+        (succeeded, reconciled); a record whose commit never landed is ignored.
+        """
+        now = self.store.now()
+        stopped = [
+            tracker
+            for tracker in self.store.list(
+                self.scope, [Status.IN_PROGRESS, Status.FAILED], prefix=f"{self.window}/"
+            )
+            if tracker.status is Status.FAILED or not lease_live(tracker, now)
+        ]
+        if not stopped:
+            return []
+        landed = _versions_by_token(table)
         resolved = []
-        for tracker in self.store.list(self.scope, [Status.IN_PROGRESS], prefix=f"{self.window}/"):
-            if lease_live(tracker, self.store.now()):
-                continue  # a live run still holds it
-            version = _version_of_token(table, tracker.lease_token)
+        for tracker in stopped:
+            version = landed.get(tracker.lease_token or "")
             if version is None:
                 self.store.ignore(
                     self.scope,
@@ -185,7 +200,6 @@ class LakeWriteLog:
             result.get("input_signature"),
             decode_conditions(result.get("conditions") or ()),
             int(result.get("duplicates_dropped", 0)),
-            dict(result.get("input_hashes") or {}),
         )
 
     def begin(self, payload: Mapping[str, Any]) -> Claim:
@@ -228,7 +242,6 @@ class LakeWriteLog:
         committed: bool,
         rows: int,
         input_signature: str | None,
-        input_hashes: Mapping[str, Any],
         conditions: Sequence[Condition],
         duplicates_dropped: int,
     ) -> None:
@@ -242,11 +255,32 @@ class LakeWriteLog:
                 "committed": committed,
                 "rows": rows,
                 "input_signature": input_signature,
-                "input_hashes": dict(input_hashes),
                 "conditions": encode_conditions(conditions),
                 "duplicates_dropped": duplicates_dropped,
             },
         )
+
+    @contextmanager
+    def settling(self, claim: Claim, version: int, committed: bool) -> Iterator[None]:
+        """Settle a write's record after its commit, within this block.
+
+        An error here fails the record, which keeps its lease token, and is raised as
+        ``UnsettledWriteError`` naming the committed version: the next run of the window
+        finds the commit by that token and records it, so no table is left committed behind
+        a failed run without a way back.
+        """
+        try:
+            yield
+        except Exception as error:
+            self.fail(claim, error)
+            if not committed:
+                raise
+            raise UnsettledWriteError(
+                f"{self.scope} {self.window}: committed version {version}, but its write "
+                f"record could not be settled ({type(error).__name__}: {error}); the next run "
+                "of this window reconciles it from the Delta log and commits nothing if the "
+                "table already holds its rows"
+            ) from error
 
     def fail(self, claim: Claim, error: BaseException) -> None:
         """Record a failed write (nothing committed, or the error came after the commit)."""
@@ -256,13 +290,15 @@ class LakeWriteLog:
             pass  # already resolved by a reconciler; the error is raised to the run anyway
 
 
-def _version_of_token(table: DeltaTable | None, token: str | None) -> int | None:
-    if table is None or not token:
-        return None
-    for version, info in commit_infos(table, _HISTORY_DEPTH):
-        if info.get(LEASE_TOKEN_KEY) == token:
-            return version
-    return None
+def _versions_by_token(table: DeltaTable | None) -> dict[str, int]:
+    """The lease token of each recent commit that carries one, and its version."""
+    if table is None:
+        return {}
+    return {
+        str(info[LEASE_TOKEN_KEY]): version
+        for version, info in commit_infos(table, _HISTORY_DEPTH)
+        if info.get(LEASE_TOKEN_KEY)
+    }
 
 
 def last_settled(store: CheckpointStore, asset: str, window: Window) -> SettledWrite | None:

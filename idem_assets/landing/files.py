@@ -202,6 +202,7 @@ class HashCache:
             except (TypeError, ValueError):
                 continue  # written by another version: hash the file again
         self._kept: dict[str, tuple[tuple[Any, ...], str]] = {}
+        self._fresh: set[str] = set()
         self.reused = 0
         self.hashed = 0
 
@@ -216,11 +217,16 @@ class HashCache:
         self.hashed += 1
         if root.settled(item, self.settle_seconds):
             self._kept[item.relpath] = (item.stamp, sha)
+            self._fresh.add(item.relpath)
         return sha
 
     def kept(self) -> dict[str, list[Any]]:
         """The hashes worth keeping for the next run (JSON-friendly)."""
         return {rel: [*stamp, sha] for rel, (stamp, sha) in sorted(self._kept.items())}
+
+    def fresh(self) -> dict[str, tuple[tuple[Any, ...], str]]:
+        """The hashes computed here that are worth keeping: ``relpath -> (stamp, sha256)``."""
+        return {rel: self._kept[rel] for rel in sorted(self._fresh)}
 
 
 def files_signature(entries: Iterable[tuple[str, str]]) -> str | None:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
-import json
 from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from idem_assets import __version__
 from idem_assets._lazy import lazy_module
 from idem_assets.io_manager import TableOutput, Window
 from idem_assets.io_manager.noop import same_inputs
@@ -21,12 +18,12 @@ from idem_assets.landing.files import (
     HashCache,
     discover_days,
     discover_snapshot,
-    signature_of,
 )
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, replace_quarantine
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.landing.store import LandingRoot
 from idem_assets.lib.asset_def import LakeAssetDef
+from idem_assets.lib.inputs import input_signatures, keep_hashes, known_hashes
 from idem_assets.lib.landing_report import (
     add_asset_metadata,
     landing_metadata,
@@ -52,7 +49,14 @@ class WindowListing:
     @property
     def discoveries(self) -> list[Discovery]:
         """Every folder's discovery, in day order (or the snapshot's)."""
-        return [self.snapshot] if self.snapshot is not None else list(self.days.values())
+        return list(self.by_day.values())
+
+    @property
+    def by_day(self) -> dict[dt.date | None, Discovery]:
+        """Each day's discovery in day order (a snapshot's under None)."""
+        if self.snapshot is not None:
+            return {None: self.snapshot}
+        return dict(self.days)
 
     def empty(self) -> bool:
         """Whether no folder of the window holds a file to read."""
@@ -101,18 +105,7 @@ def input_signature(
     cache: HashCache | None = None,
 ) -> str:
     """Digest of everything an asset's output depends on: landing bytes, code, window."""
-    inputs = [signature_of(listing.root, found, cache) for found in listing.discoveries]
-    described = json.dumps(
-        {
-            "asset": definition.name,
-            "code_version": definition.code_version,
-            "library": __version__,
-            "window": window.label(),
-            "inputs": inputs,
-        },
-        sort_keys=True,
-    )
-    return hashlib.sha256(described.encode()).hexdigest()
+    return input_signatures(definition, listing.root, listing.by_day, window, cache).window
 
 
 def landing_output(
@@ -131,24 +124,27 @@ def landing_output(
     """
     contract = definition.landing_source
     assert contract is not None
-    with checkpoint.open() as store:
-        settled = last_settled(store, definition.name, window)
-    cache = HashCache(settled.input_hashes if settled and lake.reuse_file_hashes else None)
     listing = list_window(lake, contract, window)
     if listing.empty():
         _note_missing_source_folder(context, listing, contract)
-    signature = input_signature(definition, listing, window, cache)
+    with checkpoint.open() as store:
+        settled = last_settled(store, definition.name, window)
+        cache = (
+            known_hashes(store, listing.root, listing.discoveries)
+            if lake.reuse_file_hashes
+            else HashCache()
+        )
+        signature = input_signature(definition, listing, window, cache)
+        keep_hashes(store, listing.root, cache)
     add_asset_metadata(
         context, {"input_files_hashed": cache.hashed, "input_files_hash_reused": cache.reused}
     )
     if _inputs_unchanged(context, lake, definition, listing, window, signature, settled):
-        return TableOutput.unchanged_inputs(signature, cache.kept())
+        return TableOutput.unchanged_inputs(signature)
     if spark is not None:
-        output = _spark_output(context, lake, spark, definition, window, signature, listing)
-    else:
-        rows = load_landing(context, lake, contract, window, listing)
-        output = TableOutput(definition.derive(rows) if definition.derive else rows, signature)
-    return dataclasses.replace(output, input_hashes=cache.kept())
+        return _spark_output(context, lake, spark, definition, window, signature, listing)
+    rows = load_landing(context, lake, contract, window, listing)
+    return TableOutput(definition.derive(rows) if definition.derive else rows, signature)
 
 
 def _note_missing_source_folder(

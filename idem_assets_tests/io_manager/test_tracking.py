@@ -103,3 +103,30 @@ def test_crash_before_commit_is_marked_ignored(project):
     died = next(r for r in _records(project) if "/died-early/" in r.record_id)
     assert died.status == Status.IGNORED
     assert "before its Delta commit" in (died.ignored_reason or "")
+
+
+def test_a_write_that_cannot_be_settled_is_reconciled_by_the_next_run(project, monkeypatch):
+    """The commit landed but its record could not be settled: the run fails naming the
+    version, and the next run records that commit (reconciled) and commits nothing."""
+    monkeypatch.setenv("IDEM_FAIL_AT", "lake.after_commit/orders")
+    failed = project.run_days(KEY, assets=["orders"])
+    assert not failed.success
+    errors = [
+        str(event.event_specific_data.error.cause or event.event_specific_data.error)  # type: ignore[union-attr]
+        for event in failed.all_events
+        if event.is_step_failure
+    ]
+    assert any("committed version 0" in e and "reconciles it" in e for e in errors), errors
+    assert project.lake.table("orders").open().version() == 0
+    unsettled = [r for r in _records(project) if f"/{failed.run_id}/" in r.record_id]
+    assert [r.status for r in unsettled] == [Status.FAILED]
+
+    monkeypatch.delenv("IDEM_FAIL_AT")
+    rerun = project.run_days(KEY, assets=["orders"])
+    assert rerun.success
+    md = materialization_metadata(rerun)["orders"]
+    assert (md["reconciled_records"], md["committed"], md["delta_version"]) == (1, False, 0)
+    reconciled = next(r for r in _records(project) if f"/{failed.run_id}/" in r.record_id)
+    assert reconciled.status == Status.SUCCEEDED
+    assert reconciled.result["version"] == 0 and reconciled.result["reconciled"]
+    assert all(check_results(rerun).values())
