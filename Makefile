@@ -97,6 +97,9 @@ run: install dagster-home sample-data tpch-data
 	$(PY) -m idem_assets.notify serve --host 127.0.0.1 --port $(NOTIFY_PORT) \
 		--db data/state/notify.db & notify=$$!; \
 	trap 'kill $$notify 2>/dev/null' EXIT INT TERM; \
+	$(VENV)/bin/idem-assets pools --apply >/dev/null \
+		&& echo "lake pools set: each table admits its declared writers (backfill.writers)" \
+		|| echo "could not set the lake pools' limits (idem-assets pools --apply)"; \
 	$(VENV)/bin/dagster sensor start lake_automation -w workspace.yaml >/dev/null 2>&1 \
 		&& echo "lake_automation sensor on: downstream assets follow their upstream" \
 		|| echo "could not start the lake_automation sensor (start it in the UI)"; \

@@ -1,5 +1,8 @@
 """``idem-assets check``: run asset checks against the existing lake, fail CI on ERROR.
 
+(``idem-assets pools [--apply]`` sets each lake table's writer limit in the instance: see
+``idem_assets.check.pools``.)
+
 Dagster has no command that runs asset checks and fails when one fails (``dagster asset
 materialize`` and ``dg launch`` exit 0 when a non-blocking check fails). This one::
 
@@ -27,6 +30,7 @@ from pathlib import Path
 import dagster as dg
 
 from idem_assets.check.location import CheckCommandError, load_definitions
+from idem_assets.check.pools import apply_writers, declared_writers
 from idem_assets.check.report import junit_xml, table
 from idem_assets.check.run import run_checks
 
@@ -63,10 +67,20 @@ def main(argv: list[str] | None = None) -> int:
         help="materialize the selection first (a staging lake in CI)",
     )
     check.add_argument("--junit-xml", metavar="FILE", help="write the results as JUnit XML")
-    check.add_argument("-m", "--module-name", help="the code location's module")
-    check.add_argument("-f", "--python-file", help="the code location's Python file")
-    check.add_argument("-a", "--attribute", help="the Definitions attribute in it")
+    pools = commands.add_parser(
+        "pools",
+        help="print (and with --apply set) each lake table's writer limit in the instance",
+    )
+    pools.add_argument(
+        "--apply", action="store_true", help="set the limits in the instance of DAGSTER_HOME"
+    )
+    for command in (check, pools):
+        command.add_argument("-m", "--module-name", help="the code location's module")
+        command.add_argument("-f", "--python-file", help="the code location's Python file")
+        command.add_argument("-a", "--attribute", help="the Definitions attribute in it")
     args = parser.parse_args(argv)
+    if args.command == "pools":
+        return _pools(args)
     try:
         definitions = load_definitions(
             args.module_name, args.python_file, args.attribute, Path.cwd()
@@ -94,6 +108,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.junit_xml:
         Path(args.junit_xml).write_text(junit_xml(report))
     return 1 if failed or report.errors else 0
+
+
+def _pools(args: argparse.Namespace) -> int:
+    """``idem-assets pools [--apply]``: 0, or 2 when the code location does not load or
+    ``--apply`` has no instance to set."""
+    try:
+        definitions = load_definitions(
+            args.module_name, args.python_file, args.attribute, Path.cwd()
+        )
+    except CheckCommandError as error:
+        print(f"idem-assets pools: {error}", file=sys.stderr)
+        return 2
+    limits = declared_writers(definitions)
+    if args.apply:
+        if not os.environ.get(DAGSTER_HOME_ENV):
+            print("idem-assets pools --apply: set DAGSTER_HOME to the instance", file=sys.stderr)
+            return 2
+        before = apply_writers(dg.DagsterInstance.get(), limits)
+        for pool, limit in limits.items():
+            print(f"{pool}\t{limit} writer(s)\t(was {before[pool] or 'the default'})")
+    else:
+        for pool, limit in limits.items():
+            print(f"{pool}\t{limit} writer(s)")
+    return 0
 
 
 if __name__ == "__main__":

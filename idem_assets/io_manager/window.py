@@ -14,6 +14,11 @@ class Window:
     start: dt.date | None = None
     end: dt.date | None = None
 
+    @classmethod
+    def day(cls, day: dt.date) -> Window:
+        """The window of one day."""
+        return cls(day, day + dt.timedelta(days=1))
+
     @property
     def partitioned(self) -> bool:
         """Whether this window restricts the table to a day range."""

@@ -50,6 +50,10 @@ class Fingerprint:
         return f"{ALGORITHM}:{self.digest}"
 
 
+# The fingerprint of no rows.
+EMPTY_FINGERPRINT = Fingerprint(rows=0, digest="0" * 32)
+
+
 def _canonical(frame: pl.DataFrame) -> pl.DataFrame:
     exprs = []
     for name in sorted(frame.columns):
@@ -128,6 +132,30 @@ def fingerprint(data: FrameLike) -> Fingerprint:
     for offset in range(0, max(table.num_rows, 1), _SLICE_ROWS):
         acc.add(table.slice(offset, _SLICE_ROWS))
     return acc.result()
+
+
+def fingerprints_by(data: FrameLike, column: str) -> dict[object, Fingerprint]:
+    """The fingerprint of each group of rows sharing a value of ``column`` (one pass).
+
+    The same row hashes and sums as ``fingerprint``: a group's entry equals the
+    fingerprint of its rows alone, so a range's rows can be compared day by day.
+    """
+    frame = to_polars(data)
+    out: dict[object, Fingerprint] = {}
+    if not frame.height:
+        return out
+    first, second = row_hashes(frame)
+    order = frame.get_column(column).arg_sort(nulls_last=True).to_numpy()
+    values = frame.get_column(column).gather(order)
+    # Sorted, so each group starts where its value is first seen.
+    starts = np.flatnonzero(values.is_first_distinct().to_numpy())
+    with np.errstate(over="ignore"):
+        sums_a = np.add.reduceat(first[order], starts, dtype=np.uint64)
+        sums_b = np.add.reduceat(second[order], starts, dtype=np.uint64)
+    ends = np.r_[starts[1:], len(order)]
+    for start, end, a, b in zip(starts, ends, sums_a, sums_b, strict=True):
+        out[values[int(start)]] = Fingerprint(int(end - start), f"{int(a):016x}{int(b):016x}")
+    return out
 
 
 class PendingFingerprint:

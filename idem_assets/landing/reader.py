@@ -52,6 +52,8 @@ class LandingBatch:
     notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # relpath -> remarks
     # column -> {declared null spelling: values read as null}
     null_spellings: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # Valid rows per day folder, in the order ``rows`` holds them (each day's are adjacent).
+    rows_per_day: Mapping[dt.date | None, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.raw_rows != self.rows.num_rows + self.quarantine.num_rows:
@@ -64,6 +66,16 @@ class LandingBatch:
     def signature(self) -> str | None:
         """Fingerprint of the files read (same rule as day_signature); None if none."""
         return files_signature((f.relpath, f.sha256) for f in self.files)
+
+    def row_days(self) -> pa.Array:
+        """The day folder each valid row was read from (date32; null for a snapshot)."""
+        import numpy as np  # here, not at import: see idem_assets._lazy
+
+        if self.rows.num_rows and sum(self.rows_per_day.values()) != self.rows.num_rows:
+            raise AssertionError(f"{self.source}: rows per day do not add up to the rows read")
+        days = list(self.rows_per_day)
+        index = np.repeat(np.arange(len(days)), list(self.rows_per_day.values()))
+        return pa.array(days, pa.date32()).take(pa.array(index, pa.int64()))
 
     def day_signatures(self) -> dict[dt.date, str | None]:
         """Per-day fingerprints of a daily batch, equal to day_signature for each day."""
@@ -262,6 +274,7 @@ class _Accumulator:
     ignored: dict[str, str] = field(default_factory=dict)
     notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     null_spellings: dict[str, dict[str, int]] = field(default_factory=dict)
+    rows_per_day: dict[dt.date | None, int] = field(default_factory=dict)
 
     def read(self, found: Discovery, partition_date: dt.date | None) -> None:
         self.ignored.update(found.ignored)
@@ -272,6 +285,9 @@ class _Accumulator:
                 self.root, self.contract, item, partition_date, self.piece_bytes
             )
             self.rows.extend(p.rows for p in pieces)
+            self.rows_per_day[partition_date] = self.rows_per_day.get(partition_date, 0) + sum(
+                p.rows.num_rows for p in pieces
+            )
             self.quarantine.extend(p.quarantine for p in pieces)
             if reader.dropped_columns:
                 self.dropped[item.relpath] = reader.dropped_columns
@@ -300,6 +316,7 @@ class _Accumulator:
             null_spellings={
                 c: dict(sorted(n.items())) for c, n in sorted(self.null_spellings.items())
             },
+            rows_per_day=dict(self.rows_per_day),
         )
 
 

@@ -7,6 +7,8 @@ A leaf of ``lib``: the checks, the landing output and the asset decorator
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,10 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import dagster as dg
 from pydantic import Field
 
+from idem_assets import __version__
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.landing.column_types import TypedColumn, arrow_schema
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.rules import ValueRule
+from idem_assets.partitions import SINGLE_RUN_BACKFILL
 from idem_assets.resources import LakeResource
 
 if TYPE_CHECKING:
@@ -32,6 +36,10 @@ if TYPE_CHECKING:
 LAKE_IO_MANAGER_KEY = "lake_io"
 # Asset metadata naming the columns the maintenance job Z-orders a table by.
 Z_ORDER_KEY = "idem_maintenance/z_order"
+# Asset metadata naming how many runs may write the table at once (its pool's limit), and
+# the longest run of a backfill (``idem-assets pools`` reads the first).
+WRITERS_KEY = "idem_backfill/writers"
+MAX_DAYS_KEY = "idem_backfill/max_days_per_run"
 KINDS = {"deltalake", "polars"}
 
 
@@ -70,6 +78,22 @@ class LakeAssetDef:
     automation_condition: dg.AutomationCondition | None = None
     # Columns the maintenance job Z-orders the table by (none: plain compaction).
     z_order: tuple[str, ...] = ()
+    # A backfill range longer than this runs as several runs of at most this many days
+    # (Dagster's multi-run backfill policy); None: one run, one commit, whatever its length.
+    max_days_per_run: int | None = None
+    # How many runs may write the table at once (its pool's limit; disjoint days).
+    writers: int = 1
+    # The declaration the definition was built from (its JSON), when it came from one: a
+    # change to it changes what the checks are judged by.
+    declaration: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_days_per_run is not None and self.max_days_per_run < 1:
+            raise ValueError(f"max_days_per_run must be at least 1, got {self.max_days_per_run}")
+        if self.writers < 1:
+            raise ValueError(f"writers must be at least 1, got {self.writers}")
+        if self.max_days_per_run is not None and self.partitions_def is None:
+            raise ValueError(f"{self.name} has no partitions: max_days_per_run does not apply")
 
     @functools.cached_property
     def arrow_schema(self) -> pa.Schema:
@@ -77,6 +101,33 @@ class LakeAssetDef:
         if isinstance(self.schema, tuple):
             return arrow_schema(self.schema)
         return self.schema
+
+    @property
+    def backfill_policy(self) -> dg.BackfillPolicy | None:
+        """One run per backfill range, or runs of at most ``max_days_per_run`` days."""
+        if self.partitions_def is None:
+            return None
+        if self.max_days_per_run is None:
+            return SINGLE_RUN_BACKFILL
+        return dg.BackfillPolicy.multi_run(max_partitions_per_run=self.max_days_per_run)
+
+    @functools.cached_property
+    def definition_digest(self) -> str:
+        """Digest of what the asset's outputs and checks are judged by: the declaration (or
+        code version), write spec, columns, rules and the library's version."""
+        described = {
+            "library": __version__,
+            "name": self.name,
+            "code_version": self.code_version,
+            "declaration": self.declaration,
+            "spec": self.spec.model_dump(mode="json"),
+            "schema": [repr(column) for column in self.schema],
+            "rules": [(rule.name, rule.describe(), rule.severity) for rule in self.value_rules],
+            "quarantine_share": self.quarantine_share,
+            "blocking": self.blocking_checks,
+        }
+        text = json.dumps(described, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     @property
     def pool(self) -> str:
@@ -108,6 +159,8 @@ class LakeAssetDef:
             **self.spec.to_metadata(),
             "dagster/column_schema": dg.TableSchema(columns=columns),
             "dagster/table_name": self.name,
+            WRITERS_KEY: self.writers,
+            **({MAX_DAYS_KEY: self.max_days_per_run} if self.max_days_per_run else {}),
             **z_order,
         }
 

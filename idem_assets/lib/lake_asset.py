@@ -13,8 +13,7 @@ import dagster as dg
 from idem_assets.lib.asset_def import KINDS, LAKE_IO_MANAGER_KEY, LakeAssetDef
 from idem_assets.lib.checks.factory import standard_checks
 from idem_assets.lib.checks.per_partition import check_outputs, check_specs, evaluate_checks
-from idem_assets.partitions import SINGLE_RUN_BACKFILL
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource
 
 
 def lake_asset(
@@ -31,29 +30,39 @@ def lake_asset(
     definition's checks as partitioned check specs: after the IO manager has written the
     output, the same step evaluates each selected check for every partition of the run
     (see ``idem_assets.lib.checks.per_partition``). A run that selects only the checks reads the
-    stored table and writes nothing. Partitioned assets get a single-run backfill policy,
-    so a backfill range is one run and one Delta commit per table.
+    stored table and writes nothing. A backfill range is one run and one Delta commit per
+    table, or runs of at most ``definition.max_days_per_run`` days each.
     """
     checks = standard_checks(definition)
     blocking = definition.blocking_checks
-    daily = definition.partitions_def is not None
 
     def decorate(fn: Callable[..., Any]) -> dg.AssetsDefinition:
         # Annotations resolved where fn was written (Dagster reads them off this signature).
         signature = inspect.signature(fn, eval_str=True)
-        takes_lake = "lake" in signature.parameters
-        if not takes_lake:  # the checks need the lake whether the function does or not
-            lake = inspect.Parameter(
-                "lake", inspect.Parameter.KEYWORD_ONLY, annotation=LakeResource
-            )
-            signature = signature.replace(parameters=[*signature.parameters.values(), lake])
+        # The checks need the lake and the checkpoint store whether the function does or not.
+        added = {
+            name: annotation
+            for name, annotation in (("lake", LakeResource), ("checkpoint", CheckpointResource))
+            if name not in signature.parameters
+        }
+        signature = signature.replace(
+            parameters=[
+                *signature.parameters.values(),
+                *(
+                    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
+                    for name, annotation in added.items()
+                ),
+            ]
+        )
 
         @functools.wraps(fn)
         def body(context: dg.AssetExecutionContext, *args: Any, **params: Any) -> Iterator[Any]:
-            lake = params["lake"] if takes_lake else params.pop("lake")
+            lake, checkpoint = params["lake"], params["checkpoint"]
+            for name in added:
+                params.pop(name)
             if definition.key in context.selected_asset_keys:
                 yield dg.Output(fn(context, *args, **params), output_name=definition.name)
-            yield from evaluate_checks(context, definition, lake, checks, blocking)
+            yield from evaluate_checks(context, definition, lake, checkpoint, checks, blocking)
             yield from check_outputs(context, definition)
 
         body.__signature__ = signature  # type: ignore[attr-defined]
@@ -74,7 +83,7 @@ def lake_asset(
             outs={definition.name: out},
             ins=ins,
             partitions_def=definition.partitions_def,
-            backfill_policy=SINGLE_RUN_BACKFILL if daily else None,
+            backfill_policy=definition.backfill_policy,
             check_specs=check_specs(definition, checks, blocking),
             can_subset=True,
             pool=kwargs.pop("pool", definition.pool),

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -77,6 +80,23 @@ def list_window(lake: LakeResource, contract: SourceContract, window: Window) ->
     return WindowListing(root, {}, discover_snapshot(root, contract))
 
 
+# Landing batches read while a step evaluates its checks, by (landing, source, window): the
+# checks that recompute a range from its landing files share one read of it.
+_SHARED_READS: ContextVar[dict[tuple[str, str, Window], LandingBatch] | None] = ContextVar(
+    "idem_shared_landing_reads", default=None
+)
+
+
+@contextmanager
+def shared_landing_reads() -> Iterator[None]:
+    """Within this block, reading the same source and window twice reads it once."""
+    token = _SHARED_READS.set({})
+    try:
+        yield
+    finally:
+        _SHARED_READS.reset(token)
+
+
 def read_landing(
     lake: LakeResource,
     contract: SourceContract,
@@ -84,11 +104,19 @@ def read_landing(
     listing: WindowListing | None = None,
 ) -> LandingBatch:
     """The landing batch of a source for a window (daily) or its newest snapshot."""
+    shared = _SHARED_READS.get()
+    key = (lake.landing_dir or "", contract.name, window)
+    if shared is not None and listing is None and key in shared:
+        return shared[key]
     listing = listing or list_window(lake, contract, window)
     if contract.daily:
         assert window.start is not None and window.end is not None
-        return read_days(listing.root, contract, window.start, window.end, listing.days)
-    return read_snapshot(listing.root, contract, listing.snapshot)
+        batch = read_days(listing.root, contract, window.start, window.end, listing.days)
+    else:
+        batch = read_snapshot(listing.root, contract, listing.snapshot)
+    if shared is not None:
+        shared[key] = batch
+    return batch
 
 
 def write_quarantine(

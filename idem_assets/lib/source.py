@@ -87,6 +87,11 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
         quarantine_share=source.checks.quarantine_share,
         blocking_checks=source.checks.blocking,
         z_order=tuple(source.z_order),
+        max_days_per_run=source.backfill.max_days_per_run
+        if isinstance(source, DailySource)
+        else None,
+        writers=source.backfill.writers if isinstance(source, DailySource) else 1,
+        declaration=source.model_dump_json(),
     )
 
 

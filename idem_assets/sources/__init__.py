@@ -4,11 +4,18 @@ from idem_assets.landing.column_types import ColumnType, parse_type
 from idem_assets.sources.columns import Column
 from idem_assets.sources.declaration import DailySource, LandingSource, SnapshotSource
 from idem_assets.sources.load import DeclarationError, declaration_from_mapping, load_source
-from idem_assets.sources.options import CheckOptions, CsvOptions, NumberOptions, SensorOptions
+from idem_assets.sources.options import (
+    BackfillOptions,
+    CheckOptions,
+    CsvOptions,
+    NumberOptions,
+    SensorOptions,
+)
 from idem_assets.sources.rules import AllowedRule, NonNegativeRule, PatternRule, RangeRule, Rule
 
 __all__ = [
     "AllowedRule",
+    "BackfillOptions",
     "CheckOptions",
     "Column",
     "ColumnType",

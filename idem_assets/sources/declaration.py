@@ -28,7 +28,13 @@ from idem_assets.landing.layout import DEFAULT_DAILY_LAYOUT, DEFAULT_SNAPSHOT_LA
 from idem_assets.landing.raw import MAX_FIELD_BYTES
 from idem_assets.landing.rules import ValueRule
 from idem_assets.sources.columns import Column, Declared
-from idem_assets.sources.options import CheckOptions, CsvOptions, NumberOptions, SensorOptions
+from idem_assets.sources.options import (
+    BackfillOptions,
+    CheckOptions,
+    CsvOptions,
+    NumberOptions,
+    SensorOptions,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -316,6 +322,7 @@ class DailySource(LandingSource):
     partition_column: str | None = Field(
         default=None, description="Delta partition column (default: partition_date for overwrite)."
     )
+    backfill: BackfillOptions = Field(default_factory=BackfillOptions)
 
     @field_validator("first_day", mode="before")
     @classmethod

@@ -105,3 +105,22 @@ class SensorOptions(Declared):
         description="Downstream assets (same partitions) to materialize in the same run.",
     )
     minimum_interval_seconds: int = Field(default=30, ge=5, description="Tick interval.")
+
+
+class BackfillOptions(Declared):
+    """How a backfill range of a daily source is split into runs, and how many may write."""
+
+    max_days_per_run: int | None = Field(
+        default=None,
+        ge=1,
+        description="A backfill range longer than this runs as several runs of at most this "
+        "many days (Dagster's multi-run backfill policy; launch it from the UI or a backfill). "
+        "Unset: one run and one commit per range, however long.",
+    )
+    writers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="How many runs may write the table at once (disjoint days): the limit of "
+        "the table's pool, applied to the instance by `idem-assets pools`.",
+    )

@@ -75,7 +75,7 @@ def test_a_good_declaration_loads_with_defaults(tmp_path):
 
 
 CASES = [
-    (with_(colums=[]), "colums: unknown field; allowed: asset, checks, code_version, columns"),
+    (with_(colums=[]), "colums: unknown field; allowed: asset, backfill, checks, code_version"),
     (
         column("at", type="datetime"),
         "columns[2].type: 'datetime' is not a column type; allowed: "

@@ -6,11 +6,13 @@ from collections.abc import Iterator, Sequence
 
 import dagster as dg
 
-from idem_assets.io_manager import Window, compare, prepare, target_table
+from idem_assets.io_manager import RerunComparison, Window, compare, prepare, target_table
+from idem_assets.io_manager.strategies import compare_days
 from idem_assets.lake import read_rows
 from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.checks.landing import landing_checks
-from idem_assets.lib.checks.per_partition import CheckName, LakeCheck
+from idem_assets.lib.checks.per_partition import CheckName, LakeCheck, spans
+from idem_assets.lib.checks.proofs import Reads
 from idem_assets.resources import LakeResource
 
 RERUN_EQUALITY = "rerun_equality"
@@ -19,12 +21,31 @@ _SAMPLE = 10
 
 
 def _rerun_equality(
-    definition: LakeAssetDef, lake: LakeResource, window: Window, _: frozenset[str]
-) -> Iterator[dg.AssetCheckResult]:
+    definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window], _: frozenset[str]
+) -> Iterator[tuple[int, dg.AssetCheckResult]]:
+    """Each span of adjacent days recomputed once and compared day by day (a table without
+    a day column, or a window of more than a day, window by window)."""
     spec = definition.spec
-    batch = prepare(spec, definition.compute(lake, window), definition.arrow_schema)
-    result = compare(spec, target_table(lake, spec, definition.key), batch, window)
-    yield dg.AssetCheckResult(
+    target = target_table(lake, spec, definition.key)
+    daily = spec.partition_column is not None and all(_one_day(w) for w in windows)
+    groups = spans(windows) if daily else [(w, [i]) for i, w in enumerate(windows)]
+    for span, members in groups:
+        batch = prepare(spec, definition.compute(lake, span), definition.arrow_schema)
+        compared = (
+            compare_days(spec, target, batch, [windows[i].start for i in members])  # type: ignore[misc]
+            if daily
+            else [compare(spec, target, batch, span)]
+        )
+        for index, result in zip(members, compared, strict=True):
+            yield index, _rerun_result(windows[index], result)
+
+
+def _one_day(window: Window) -> bool:
+    return window.start is not None and window == Window.day(window.start)
+
+
+def _rerun_result(window: Window, result: RerunComparison) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
         check_name=RERUN_EQUALITY,
         passed=result.passed,
         description=result.detail,
@@ -48,7 +69,8 @@ RERUN_EQUALITY_CHECK = LakeCheck(
             "rerun would change nothing.",
         ),
     ),
-    evaluate=_rerun_equality,
+    evaluate_windows=_rerun_equality,
+    reads=frozenset({Reads.INPUTS, Reads.SLICE}),
 )
 
 
@@ -70,9 +92,22 @@ def _unique_key(
     frame = pl.from_arrow(read_rows(table, definition.arrow_schema, columns=columns))
     assert isinstance(frame, pl.DataFrame)
     repeated = frame.group_by(list(key)).len().filter(pl.col("len") > 1)
+    # Per day in one pass: rows per day, and each day's keys that repeat anywhere.
+    daily = by_day and all(_one_day(window) for window in windows)
+    rows_by_day = dict(frame.group_by(column).len().iter_rows()) if daily else {}
+    hits_by_day = (
+        frame.join(repeated, on=list(key), how="inner")
+        .unique([*key, column])
+        .partition_by(column, as_dict=True)
+        if daily
+        else {}
+    )
     for index, window in enumerate(windows):
         counts, checked = repeated, frame.height
-        if column is not None and window.partitioned:
+        if daily:
+            checked = rows_by_day.get(window.start, 0)
+            counts = hits_by_day.get((window.start,), repeated.clear()).select([*key, "len"])
+        elif column is not None and window.partitioned:
             assert window.start is not None and window.end is not None
             inside = frame.filter(
                 pl.col(column).is_between(window.start, window.end, closed="left")
@@ -109,6 +144,7 @@ def unique_key_check(definition: LakeAssetDef) -> LakeCheck:
             ),
         ),
         evaluate_windows=_unique_key,
+        reads=frozenset({Reads.TABLE}),
     )
 
 

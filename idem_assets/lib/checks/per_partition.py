@@ -2,12 +2,16 @@
 
 A lake asset's checks are check specs on the asset itself, partitioned like it. The step
 writes its output first (Dagster stores an output before the asset's generator resumes),
-then evaluates each selected check once per partition of the run — one partition, or every
-day of a single-run backfill range — and yields one ``AssetCheckEvaluation`` per
-(check, partition). So the Checks tab and the partition view show each day's result, a
-backfill range leaves no check execution PLANNED, and no check costs a step process of its
-own. A run that selects only checks (the UI's "Execute checks", ``idem-assets check``)
-evaluates them against the stored table without writing.
+then evaluates the selected checks for every partition of the run — one partition, or every
+day of a backfill range — and yields one ``AssetCheckEvaluation`` per (check, partition).
+So the Checks tab and the partition view show each day's result, a backfill range leaves no
+check execution PLANNED, and no check costs a step process of its own. A run that selects
+only checks (the UI's "Execute checks", ``idem-assets check``) evaluates them against the
+stored table without writing.
+
+A check costs per range, not per day: the standard checks read a range of days in one
+pass and split their results by day (``spans``), and a partition whose result is proven
+unchanged from metadata is reported again without reading any data (``proofs``).
 """
 
 from __future__ import annotations
@@ -23,9 +27,20 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData as TargetMaterialization,
 )
 
+from idem_assets.checkpoint import CheckpointStore
 from idem_assets.io_manager import Window
+from idem_assets.lib.checks.proofs import (
+    Reads,
+    Stamps,
+    carried,
+    copy_evaluation,
+    memo_key,
+    memo_scope,
+    to_memo,
+)
+from idem_assets.lib.landing_io import shared_landing_reads
 from idem_assets.partitions import window_dates
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource
 
 if TYPE_CHECKING:
     from idem_assets.lib.asset_def import LakeAssetDef
@@ -34,8 +49,8 @@ if TYPE_CHECKING:
 Evaluate = Callable[
     ["LakeAssetDef", LakeResource, Window, frozenset[str]], Iterable[dg.AssetCheckResult]
 ]
-# Evaluates them over every window of a run at once, yielding (window index, result): for a
-# check that reads the same thing for each day (a table version's keys), once per step.
+# Evaluates them over several windows at once, yielding (window index, result): a check
+# that reads a range of days in one pass (grouped by day) or one table version for all.
 EvaluateWindows = Callable[
     ["LakeAssetDef", LakeResource, Sequence[Window], frozenset[str]],
     Iterable[tuple[int, dg.AssetCheckResult]],
@@ -55,15 +70,19 @@ class LakeCheck:
     """One or more checks computed together (e.g. from one read of the landing files).
 
     ``evaluate`` yields an ``AssetCheckResult`` with ``check_name`` set for each selected
-    name, for one partition's window; a check that would read the same data for every day
-    of a range gives ``evaluate_windows`` instead, called once per step with all the run's
-    windows. ``depends_on`` names assets the checks read besides the asset itself (lineage).
+    name, for one partition's window; a check that can read several days at once gives
+    ``evaluate_windows`` instead, called once per step with the windows to evaluate and
+    yielding (window index, result). ``depends_on`` names assets the checks read besides the
+    asset itself (lineage). ``reads`` says what the results depend on besides the check's
+    definition: with it, a partition's result is carried forward while those are unchanged
+    (see ``proofs``); without it (None), the check is evaluated every time.
     """
 
     names: tuple[CheckName, ...]
     evaluate: Evaluate | None = None
     depends_on: tuple[dg.AssetKey, ...] = ()
     evaluate_windows: EvaluateWindows | None = None
+    reads: frozenset[Reads] | None = None
 
     def __post_init__(self) -> None:
         if (self.evaluate is None) == (self.evaluate_windows is None):
@@ -77,6 +96,8 @@ class LakeCheck:
         wanted: frozenset[str],
     ) -> Iterator[tuple[int, dg.AssetCheckResult]]:
         """(window index, result) for each selected check and window."""
+        if not windows:
+            return
         if self.evaluate_windows is not None:
             yield from self.evaluate_windows(definition, lake, windows, wanted)
             return
@@ -118,30 +139,114 @@ def partition_windows(
     ]
 
 
+def spans(windows: Sequence[Window]) -> list[tuple[Window, list[int]]]:
+    """Adjacent windows joined into one span each, with the indexes they came from.
+
+    A check reads a span in one pass and splits its result per window: a whole range of
+    days costs one read, a few scattered days a read each.
+    """
+    order = sorted(range(len(windows)), key=lambda i: (windows[i].start is None, windows[i].start))
+    out: list[tuple[Window, list[int]]] = []
+    for index in order:
+        window = windows[index]
+        if out and window.partitioned and out[-1][0].end == window.start:
+            span, members = out[-1]
+            out[-1] = (Window(span.start, window.end), [*members, index])
+        else:
+            out.append((window, [index]))
+    return out
+
+
 def evaluate_checks(
     context: dg.AssetExecutionContext,
     definition: LakeAssetDef,
     lake: LakeResource,
+    checkpoint: CheckpointResource,
     checks: Sequence[LakeCheck],
     blocking: bool,
 ) -> Iterator[dg.AssetCheckEvaluation]:
-    """One evaluation per selected check and partition of the run."""
+    """One evaluation per selected check and partition of the run: carried forward where
+    proven unchanged, evaluated over the rest in as few passes as each check allows."""
     keys = [key for key in context.selected_asset_check_keys if key.asset_key == definition.key]
     selected = frozenset(key.name for key in keys)
-    windows = partition_windows(definition, context) if selected else []
-    targets = target_materializations(
-        context, definition.key, [partition for partition, _ in windows]
+    if not selected:
+        return
+    windows = partition_windows(definition, context)
+    partitions = [partition for partition, _ in windows]
+    targets = target_materializations(context, definition.key, partitions)
+    with checkpoint.open() as store, shared_landing_reads():
+        stamps = Stamps(definition, lake, store, [window for _, window in windows])
+        for check in checks:
+            wanted = [item.name for item in check.names if item.name in selected]
+            if not wanted:
+                continue
+            done = _evaluate(
+                context.run.run_id,
+                definition,
+                lake,
+                store,
+                stamps,
+                partitions,
+                check,
+                wanted,
+                blocking,
+            )
+            for index, partition in enumerate(partitions):
+                for name in wanted:
+                    found = done.get((index, name))
+                    if found is not None:
+                        yield copy_evaluation(
+                            found, target_materialization_data=targets.get(partition)
+                        )
+
+
+def _evaluate(
+    run_id: str,
+    definition: LakeAssetDef,
+    lake: LakeResource,
+    store: CheckpointStore,
+    stamps: Stamps,
+    partitions: Sequence[str | None],
+    check: LakeCheck,
+    wanted: list[str],
+    blocking: bool,
+) -> dict[tuple[int, str], dg.AssetCheckEvaluation]:
+    """One check's evaluation per (window index, name): carried, or evaluated and kept."""
+    scope = memo_scope(definition)
+    windows = stamps.windows
+    # Stamps first: whatever is read afterwards is at least as new as they are.
+    described = [(name.name, name.description) for name in check.names]
+    stamped = [stamps.stamp(check.reads, described, index) for index in range(len(windows))]
+    known = (
+        store.memos(scope, [memo_key(p, n) for p in partitions for n in wanted])
+        if check.reads is not None
+        else {}
     )
-    for check in checks:
-        wanted = selected & {item.name for item in check.names}
-        if not wanted:
-            continue
-        for index, result in check.results(
-            definition, lake, [window for _, window in windows], wanted
-        ):
-            assert result.check_name in wanted, f"unexpected check {result.check_name}"
-            partition = windows[index][0]
-            yield evaluation(definition.key, result, partition, blocking, targets.get(partition))
+    done: dict[tuple[int, str], dg.AssetCheckEvaluation] = {}
+    for index, partition in enumerate(partitions):
+        for name in wanted:
+            found = carried(known.get(memo_key(partition, name)), stamped[index])
+            if found is not None:
+                done[(index, name)] = found
+    todo = [i for i in range(len(windows)) if any((i, n) not in done for n in wanted)]
+    keep = []
+    for position, result in check.results(
+        definition, lake, [windows[i] for i in todo], frozenset(wanted)
+    ):
+        assert result.check_name in wanted, f"unexpected check {result.check_name}"
+        index = todo[position]
+        fresh = evaluation(definition.key, result, partitions[index], blocking)
+        stamp = stamped[index]
+        if stamp is not None:
+            key = memo_key(partitions[index], fresh.check_name)
+            memo = to_memo(key, stamp, fresh, check.reads or frozenset(), run_id)
+            if memo is not None:
+                keep.append(memo)
+        done[(index, fresh.check_name)] = copy_evaluation(
+            fresh, metadata={**fresh.metadata, "carried_forward": False}
+        )
+    store.remember(scope, keep)
+    return done
 
 
 def target_materializations(
@@ -151,22 +256,34 @@ def target_materializations(
 
     Without it the UI's partition status of a check cannot tell which materialization an
     evaluation checked, and shows every day Missing. The step's own output is stored before
-    the checks run, so a materializing run points at itself; a checks-only run at the last one.
+    the checks run, so a materializing run points at itself; a checks-only run at the last
+    one. Two queries, however many partitions the run covers.
     """
-    found: dict[str | None, TargetMaterialization] = {}
-    for partition in partitions:
-        records = context.instance.fetch_materializations(
-            dg.AssetRecordsFilter(
-                asset_key=asset_key, asset_partitions=None if partition is None else [partition]
-            ),
-            limit=1,
+    instance = context.instance
+    if list(partitions) == [None]:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset_key), limit=1
         ).records
-        if records:
-            record = records[0]
-            found[partition] = TargetMaterialization(
-                run_id=record.run_id, storage_id=record.storage_id, timestamp=record.timestamp
-            )
-    return found
+    else:
+        latest = instance.event_log_storage.get_latest_storage_id_by_partition(
+            asset_key,
+            dg.DagsterEventType.ASSET_MATERIALIZATION,
+            {partition for partition in partitions if partition is not None},
+        )
+        records = (
+            instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=asset_key, storage_ids=list(latest.values())),
+                limit=len(latest),
+            ).records
+            if latest
+            else []
+        )
+    return {
+        record.partition_key: TargetMaterialization(
+            run_id=record.run_id, storage_id=record.storage_id, timestamp=record.timestamp
+        )
+        for record in records
+    }
 
 
 def check_outputs(
