@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalake import DeltaTable, write_deltalake
@@ -15,10 +16,11 @@ from idem_assets.lake.fingerprint import (
     FingerprintAccumulator,
     PendingFingerprint,
     fingerprint,
+    fingerprints_by,
     resolve,
 )
 from idem_assets.lake.frames import FrameLike, conform, nullable, to_arrow
-from idem_assets.lake.predicates import Condition, In, OneOf, conjunction, date_range
+from idem_assets.lake.predicates import Condition, In, OneOf, Range, conjunction, date_range
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import commit_overwrite, discard_unless_committed, stage_batches
 from idem_assets.lake.stored import slice_fingerprint
@@ -107,6 +109,7 @@ def overwrite_slice(
     properties = commit_properties(dict(commit_metadata or {}))
 
     def attempt(number: int) -> WriteResult:
+        count, details = rows.num_rows, None
         table = target.open()
         if table is None:
             # mode="error": if another writer creates the table first we lose the
@@ -135,10 +138,12 @@ def overwrite_slice(
                     proof=Proof.CONTENT,
                     attempts=number + 1,
                 )
-            if (
-                skip_unchanged
-                and not empty
-                and (fingerprint(read_rows(table, ranges=conditions)) == resolve(pending))
+            compared = skip_unchanged and not empty
+            changed = changed_days(table, rows, conditions) if compared else None
+            if compared and (
+                not changed.days
+                if changed is not None
+                else fingerprint(read_rows(table, ranges=conditions)) == resolve(pending)
             ):
                 return WriteResult.unchanged(
                     STRATEGY,
@@ -148,30 +153,82 @@ def overwrite_slice(
                     proof=Proof.CONTENT,
                     attempts=number + 1,
                 )
+            written, replaced = rows, predicate
+            if changed is not None and changed.kept:
+                written, replaced = changed.rows_of(rows), changed.predicate()
             evolve = options.evolve_schema and set(rows.column_names) - set(
                 table_schema(table).names
             )
             write_deltalake(
                 table,
-                rows if evolve else conform(rows, table_schema(table)),
+                written if evolve else conform(written, table_schema(table)),
                 mode="overwrite",
-                predicate=predicate,
+                predicate=replaced,
                 commit_properties=properties,
                 writer_properties=options.writer(),
                 schema_mode="merge" if evolve else None,
             )
             version = table.version()
+            if changed is not None and changed.kept:
+                details = {"days_rewritten": len(changed.days), "days_kept": changed.kept}
+                count = written.num_rows
         return WriteResult.written(
             STRATEGY,
             target.uri,
             version,
-            rows.num_rows,
+            count,
             resolve(pending),
-            rows_inserted=rows.num_rows,
+            rows_inserted=count,
             attempts=number + 1,
+            details=details,
         )
 
     return with_commit_retries(attempt)
+
+
+@dataclass(frozen=True)
+class ChangedDays:
+    """The date partitions of a slice whose stored rows differ from the new rows'."""
+
+    column: str
+    days: tuple[dt.date, ...]
+    # Partitions of the slice whose stored rows already equal the new ones.
+    kept: int
+
+    def rows_of(self, rows: pa.Table) -> pa.Table:
+        """The new rows of the changed partitions."""
+        values = pa.array(list(self.days), rows.schema.field(self.column).type)
+        return rows.filter(pc.is_in(rows.column(self.column), value_set=values))
+
+    def predicate(self) -> str:
+        """The changed partitions, as the predicate their rows replace."""
+        return In(self.column, self.days).sql()
+
+
+def changed_days(
+    table: DeltaTable, rows: pa.Table, conditions: Sequence[Condition]
+) -> ChangedDays | None:
+    """Which date partitions of the slice the new rows change, compared day by day.
+
+    A range rerun whose landing changed on one day then rewrites that day's files alone,
+    leaving every other day's files (and what was proven about them) in place. None when
+    the slice is not one date range over a partition column of the table: then it is
+    compared and replaced whole.
+    """
+    condition = conditions[0]
+    column = condition.column
+    if (
+        len(conditions) != 1
+        or not isinstance(condition, Range)
+        or not isinstance(condition.start, dt.date)
+        or column not in table.metadata().partition_columns
+    ):
+        return None
+    stored = fingerprints_by(read_rows(table, ranges=conditions), column)
+    new = fingerprints_by(rows, column)
+    both = stored.keys() | new.keys()
+    days = tuple(sorted(d for d in both if stored.get(d) != new.get(d)))  # type: ignore[type-var]
+    return ChangedDays(column, days, len(both) - len(days))  # type: ignore[arg-type]
 
 
 def overwrite_partitions(

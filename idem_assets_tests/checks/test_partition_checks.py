@@ -115,6 +115,9 @@ def test_a_row_changed_behind_the_lake_turns_only_its_day_red(tmp_path):
     equality = _by_check(result, ORDERS)["rerun_equality"]
     assert sorted(equality) == keys
     assert [equality[k].passed for k in keys] == [True, False, True]
+    # The untouched days are proven unchanged and carried; the changed one is recomputed.
+    carried = [equality[k].metadata["carried_forward"].value for k in keys]
+    assert carried == [True, False, True]
     # A checks-only run checks what the last materializing run stored.
     assert {e.target_materialization_data.run_id for e in equality.values()} == {first.run_id}
     bad = equality[keys[1]]

@@ -12,7 +12,8 @@ written as JSON to ``result``. With ``"instance": "home"`` the runs use the inst
 ``$DAGSTER_HOME`` (e.g. the PostgreSQL profile) instead of an ephemeral one. ``spark``
 (``master``, ``conf``) configures the Spark engine's session; ``storage_options`` and
 ``s3_from_env`` the lake resource's object-store settings (for a landing zone or lake in a
-bucket); no ``job``: the implicit job of ``assets``.
+bucket); no ``job``: the implicit job of ``assets`` (``without_checks``: those assets
+alone, none of their checks).
 """
 
 from __future__ import annotations
@@ -115,12 +116,21 @@ def execute(
         spec = {**spec, **{k: v for k, v in run.items() if k != "run"}}
         run = run["run"]
     selection = [dg.AssetKey(a) for a in spec["assets"]] if spec.get("assets") else None
-    # No job named: the implicit job of the selected assets (e.g. another partitioning).
-    job = (
-        defs.resolve_job_def(spec["job"])
-        if spec.get("job")
-        else defs.resolve_implicit_job_def_def_for_assets(selection or [])
-    )
+    # No job named: the implicit job of the selected assets (e.g. another partitioning);
+    # "without_checks": the selected assets alone, none of their checks.
+    if spec.get("without_checks"):
+        alone = dg.define_asset_job(
+            "assets_without_checks",
+            selection=dg.AssetSelection.assets(*(selection or [])).without_checks(),
+        )
+        job = dg.Definitions.merge(defs, dg.Definitions(jobs=[alone])).resolve_job_def(alone.name)
+        selection = None
+    else:
+        job = (
+            defs.resolve_job_def(spec["job"])
+            if spec.get("job")
+            else defs.resolve_implicit_job_def_def_for_assets(selection or [])
+        )
     kwargs: dict[str, Any] = (
         {"partition_key": run}
         if isinstance(run, str)
