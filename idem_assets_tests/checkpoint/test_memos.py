@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from idem_assets.checkpoint import CheckpointInputError, CheckpointStore, Memo, open_store
-from idem_assets.checkpoint import sql
+from idem_assets.checkpoint import CheckpointInputError, CheckpointStore, Memo, open_store, sql
 
 SCOPE = "landing/0123abcd"
 

@@ -118,6 +118,15 @@ def chunks() -> list[tuple[dt.date, dt.date]]:
     return out
 
 
+def private_copy(history: Path, landing: Path, day: dt.date) -> None:
+    """Replace a linked day folder of ``landing`` by a copy of its files, to correct."""
+    folder = landing / "tpch" / "orders" / f"date={day}"
+    folder.unlink()
+    folder.mkdir()
+    for source in (history / "tpch" / "orders" / f"date={day}").iterdir():
+        (folder / source.name).write_bytes(source.read_bytes())
+
+
 def correct_one_order(landing: Path, day: dt.date) -> None:
     """A producer re-exports a day with one order's total price corrected."""
     [path] = (landing / "tpch" / "orders" / f"date={day}").glob("*.parquet")
@@ -154,13 +163,9 @@ def test_the_whole_history_is_one_commit_and_an_unchanged_rerun_reads_no_file(hi
 def test_a_corrected_day_is_exactly_one_commit_of_that_day(history, tmp_path):
     landing = tmp_path / "landing"
     (landing / "tpch" / "orders").mkdir(parents=True)
-    for day_folder in (history / "tpch" / "orders").iterdir():  # a private copy to correct
+    for day_folder in (history / "tpch" / "orders").iterdir():  # linked, not copied
         (landing / "tpch" / "orders" / day_folder.name).symlink_to(day_folder)
-    folder = landing / "tpch" / "orders" / f"date={CORRECTED}"
-    folder.unlink()
-    folder.mkdir()
-    for source in (history / "tpch" / "orders" / f"date={CORRECTED}").iterdir():
-        (folder / source.name).write_bytes(source.read_bytes())
+    private_copy(history, landing, CORRECTED)
     lake = History(landing, tmp_path / "work")
     lake.run(TPCH_FIRST_DAY, LAST_DAY)
     before = lake.by_day()
@@ -176,6 +181,16 @@ def test_a_corrected_day_is_exactly_one_commit_of_that_day(history, tmp_path):
     again = lake.run(TPCH_FIRST_DAY, LAST_DAY)
     assert again["committed"] is False
     assert lake.version() == 1
+
+    # Another day corrected, found by a rerun of the whole history: one commit again,
+    # which rewrites that day's files alone.
+    second = TPCH_FIRST_DAY + dt.timedelta(days=1000)
+    private_copy(history, landing, second)
+    correct_one_order(landing, second)
+    whole = lake.run(TPCH_FIRST_DAY, LAST_DAY)
+    assert (whole["committed"], whole["delta_version"]) == (True, 2)
+    final = lake.by_day()
+    assert [day for day in final if final[day] != after[day]] == [second]
 
 
 def test_chunks_in_any_order_two_at_once_give_the_one_range_table(history, tmp_path):
