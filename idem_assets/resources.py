@@ -37,7 +37,7 @@ from idem_assets._deltalake_config import S3Config
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets.checkpoint.leases import Clock
 from idem_assets.lake import LakeTable
-from idem_assets.landing.store import LandingRoot, is_object_uri, landing_root
+from idem_assets.landing.store import SETTLE_SECONDS, LandingRoot, is_object_uri, landing_root
 from idem_assets.notify import NOTIFY_TOKEN_ENV
 from idem_assets.notify.client import NotificationClient
 
@@ -84,6 +84,13 @@ class LakeResource(dg.ConfigurableResource):
         description="Prove landing files unchanged by their stamp (size, mtime, ctime, inode) "
         "when an earlier run hashed them, instead of reading every byte again. Turn off for "
         "file systems whose ctime does not move on writes (some FUSE mounts).",
+    )
+    file_settle_seconds: float = Field(
+        default=SETTLE_SECONDS,
+        ge=0,
+        description="A local landing file changed less than this many seconds before it was "
+        "hashed is hashed again next time: a write within the same clock tick may not move "
+        "its stamp. Raise it for file systems with coarse timestamps.",
     )
 
     @property

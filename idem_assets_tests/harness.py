@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -119,10 +120,11 @@ def new_project(root: Path, days: int = 4, seed: int = 7, clean: bool = False) -
 
 
 def declared_definitions(
-    sources: Sequence[LandingSource], landing: Path, root: Path
+    sources: Sequence[LandingSource], landing: Path, root: Path, **lake_config: Any
 ) -> tuple[dg.Definitions, LakeResource]:
-    """Definitions of declared sources alone (no shipped domain), with a lake under ``root``."""
-    lake = LakeResource(landing_dir=str(landing), lake_dir=str(root / "lake"))
+    """Definitions of declared sources alone (no shipped domain), with a lake under ``root``
+    (``lake_config``: more LakeResource settings)."""
+    lake = LakeResource(landing_dir=str(landing), lake_dir=str(root / "lake"), **lake_config)
     resources = default_resources(
         lake,
         CheckpointResource(url=f"sqlite:///{root / 'state.db'}"),

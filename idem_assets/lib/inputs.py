@@ -18,7 +18,7 @@ from idem_assets import __version__
 from idem_assets.checkpoint import CheckpointStore, Memo
 from idem_assets.io_manager import Window
 from idem_assets.landing.files import Discovery, HashCache, signature_of
-from idem_assets.landing.store import LandingRoot
+from idem_assets.landing.store import SETTLE_SECONDS, LandingRoot
 from idem_assets.lib.asset_def import LakeAssetDef
 
 
@@ -28,12 +28,17 @@ def hash_scope(root: LandingRoot) -> str:
 
 
 def known_hashes(
-    store: CheckpointStore, root: LandingRoot, discoveries: list[Discovery]
+    store: CheckpointStore,
+    root: LandingRoot,
+    discoveries: list[Discovery],
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> HashCache:
-    """A hash cache holding the kept hashes of the listed files (stamps compared on use)."""
+    """A hash cache holding the kept hashes of the listed files (stamps compared on use);
+    a hash it computes is kept once its file has been still for ``settle_seconds``."""
     relpaths = [item.relpath for found in discoveries for item in found.files]
     memos = store.memos(hash_scope(root), relpaths)
-    return HashCache({rel: [*json.loads(memo.stamp), memo.value] for rel, memo in memos.items()})
+    known = {rel: [*json.loads(memo.stamp), memo.value] for rel, memo in memos.items()}
+    return HashCache(known, settle_seconds)
 
 
 def keep_hashes(store: CheckpointStore, root: LandingRoot, cache: HashCache) -> int:

@@ -158,7 +158,7 @@ def landing_output(
     with checkpoint.open() as store:
         settled = last_settled(store, definition.name, window)
         cache = (
-            known_hashes(store, listing.root, listing.discoveries)
+            known_hashes(store, listing.root, listing.discoveries, lake.file_settle_seconds)
             if lake.reuse_file_hashes
             else HashCache()
         )

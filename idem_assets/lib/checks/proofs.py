@@ -130,7 +130,7 @@ class Stamps:
             found = dict(discover_days(root, contract, days))
         else:
             found = {None: discover_snapshot(root, contract)}
-        cache = known_hashes(self.store, root, list(found.values()))
+        cache = known_hashes(self.store, root, list(found.values()), self.lake.file_settle_seconds)
         signed = input_signatures(self.definition, root, found, Window(), cache).days
         keep_hashes(self.store, root, cache)
         if not contract.daily:
