@@ -142,12 +142,30 @@ def discover_day(landing: Landing, contract: SourceContract, day: dt.date) -> Di
     return classify(folder, formats_of(contract), contract.csv_suffixes)
 
 
+# From this many days on, the source's day folders are listed in one pass of its tree
+# rather than one listing per day: a bucket answers a thousand names per request, so a
+# year of days costs a request or two instead of 365.
+TREE_LISTING_DAYS = 32
+
+
 def discover_days(
     landing: Landing, contract: SourceContract, days: Iterable[dt.date]
 ) -> dict[dt.date, Discovery]:
-    """``discover_day`` for each day (one listing per day folder)."""
+    """``discover_day`` for each day: a listing per day folder, or for many days one
+    listing of the source's tree (the same folders, the same discoveries)."""
     root = landing_root(landing)
-    return {day: discover_day(root, contract, day) for day in days}
+    days = list(days)
+    if len(days) < TREE_LISTING_DAYS:
+        return {day: discover_day(root, contract, day) for day in days}
+    folders = contract.layout.days(root)
+    formats = formats_of(contract)
+    found = {}
+    for day in days:
+        folder = folders.get(day)
+        if folder is not None and folder.relpath != contract.day_folder(day):
+            folder = root.folder(contract.day_folder(day))  # another spelling of the day
+        found[day] = classify(folder, formats, contract.csv_suffixes)
+    return found
 
 
 def discover_snapshot(landing: Landing, contract: SourceContract) -> Discovery:

@@ -30,7 +30,13 @@ from idem_assets.landing import (
     read_snapshot,
     snapshot_signature,
 )
-from idem_assets.landing.files import discover_day, discover_snapshot, signature_of
+from idem_assets.landing.files import (
+    TREE_LISTING_DAYS,
+    discover_day,
+    discover_days,
+    discover_snapshot,
+    signature_of,
+)
 from idem_assets.landing.store import LandingRoot, LocalRoot, ObjectRoot
 from idem_assets.sample.generator import generate
 from idem_assets.sample.sources import CUSTOMERS, EVENTS, ORDERS, PRODUCT_CATALOG, SOURCES
@@ -381,3 +387,16 @@ def test_bytes_hash_the_same_in_both_places(both):
         assert bucket.sha256(item) == expected
     parquet = next(f for f in found.files if f.relpath.endswith(".parquet"))
     assert b"".join(bucket.chunks(parquet))[:4] == b"PAR1"
+
+
+@pytest.mark.parametrize("name", sorted(DAILY))
+def test_many_days_are_discovered_from_one_tree_listing_as_day_by_day(both, name):
+    """Past TREE_LISTING_DAYS days, discover_days lists the source's tree once: the same
+    files, ignored files and empty days as a listing per day, in a folder and a bucket."""
+    contract = DAILY[name]
+    first = list_days(both[0], contract)[0] - dt.timedelta(days=5)
+    days = [first + dt.timedelta(days=n) for n in range(TREE_LISTING_DAYS)]
+    for root in both:
+        one_by_one = {day: discover_day(root, contract, day) for day in days}
+        assert discover_days(root, contract, days) == one_by_one
+        assert any(found.files for found in one_by_one.values())
