@@ -49,6 +49,7 @@ _PRESENT = "\x00present:"
 _PARSED = "\x00parsed"
 _RULE = "\x00rule:"
 _ERROR = "\x00error:"
+_FOLDER_DAY = "\x00folder_day"
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,11 @@ class _Rule:
     message: pl.Expr
 
 
-def _row_rules(contract: SourceContract, partition_date: dt.date | None) -> list[_Rule]:
-    """Rules on typed values: keys, version, folder date, and quarantine-severity value rules."""
+def _row_rules(contract: SourceContract, dated: bool) -> list[_Rule]:
+    """Rules on typed values: keys, version, folder date, and quarantine-severity value rules.
+
+    ``dated``: the rows come from a day folder, whose day is the column ``_FOLDER_DAY``.
+    """
     rules: list[_Rule] = []
     for key in contract.natural_key:
         value = pl.col(key)
@@ -84,23 +88,25 @@ def _row_rules(contract: SourceContract, partition_date: dt.date | None) -> list
                 pl.lit(f"{version}: version column is null, so newest-wins cannot order this row"),
             )
         )
-    if contract.date_column and partition_date is not None:
-        column, folder = pl.col(contract.date_column), partition_date.isoformat()
+    if contract.date_column and dated:
+        column, folder = pl.col(contract.date_column), pl.col(_FOLDER_DAY)
         rules.append(
             _Rule(
                 column.is_null(),
-                pl.lit(
+                pl.format(
                     f"{contract.date_column}: is null but must equal the partition folder "
-                    f"date={folder}"
+                    "date={}",
+                    folder.cast(pl.String),
                 ),
             )
         )
         rules.append(
             _Rule(
-                column != pl.lit(partition_date),
+                column != folder,
                 pl.format(
-                    f"{contract.date_column}: {{}} is outside the partition folder date={folder}",
+                    f"{contract.date_column}: {{}} is outside the partition folder date={{}}",
                     column.cast(pl.String),
+                    folder.cast(pl.String),
                 ),
             )
         )
@@ -124,6 +130,75 @@ class _Split:
     reasons: list[str]  # one per invalid row, in row order
 
 
+@dataclass(frozen=True)
+class _Judgement:
+    """How rows of one raw shape are typed and judged: built once, used for every file.
+
+    The expressions depend on the contract, the raw column types and whether values are
+    text, not on the file or its day (the folder's day is a column), so the thousands of
+    small files of a long history share one judgement instead of building one each.
+    """
+
+    coerced: dict[str, Coerced]
+    typed: tuple[pl.Expr, ...]
+    parse_bad: pl.Expr
+    invalid: pl.Expr
+    reasons: tuple[pl.Expr, ...]
+    errors: tuple[pl.Expr, ...]
+
+
+# Judgements by (contract, raw column types, text, dated); the contract is kept with its
+# entry so an id is never mistaken for another contract's.
+_JUDGEMENTS: dict[
+    tuple[int, tuple[tuple[str, Any], ...], bool, bool], tuple[SourceContract, _Judgement]
+] = {}
+_MAX_JUDGEMENTS = 256
+
+
+def _judgement(contract: SourceContract, schema: pl.Schema, text: bool, dated: bool) -> _Judgement:
+    """The judgement of rows with this raw ``schema`` (cached)."""
+    key = (id(contract), tuple(schema.items()), text, dated)
+    found = _JUDGEMENTS.get(key)
+    if found is not None and found[0] is contract:
+        return found[1]
+    coerced = {}
+    for f in contract.schema:
+        if f.name in contract.folder_day_columns:
+            day = pl.col(_FOLDER_DAY) if dated else pl.lit(None, pl.Date)
+            coerced[f.name] = Coerced(day, pl.lit(None, pl.String), pl.lit(False))
+            continue
+        dtype = schema[f.name]
+        raw = pl.col(f.name)
+        spellings = contract.column(f.name).null_values if text else None
+        if spellings and dtype == pl.String:
+            raw = pl.when(raw.str.strip_chars().is_in(list(spellings))).then(None).otherwise(raw)
+        coerced[f.name] = coerce(f.name, f.type, dtype, ReadAs.of(contract, f.name), raw)
+    parse_bad = pl.any_horizontal(
+        pl.col(f"{_PRESENT}{name}") & pl.col(name).is_null() for name in coerced
+    )
+    rules = _row_rules(contract, dated)
+    broken = pl.any_horizontal(rule.violated.fill_null(False) for rule in rules)
+    judgement = _Judgement(
+        coerced=coerced,
+        typed=(
+            *(c.value.alias(name) for name, c in coerced.items()),
+            *(c.present.alias(f"{_PRESENT}{name}") for name, c in coerced.items()),
+            *((pl.col(_FOLDER_DAY),) if dated else ()),
+        ),
+        parse_bad=parse_bad,
+        invalid=parse_bad | broken,
+        reasons=tuple(
+            pl.when(pl.col(_PARSED) & rule.violated).then(rule.message).alias(f"{_RULE}{i}")
+            for i, rule in enumerate(rules)
+        ),
+        errors=tuple(c.error.alias(f"{_ERROR}{name}") for name, c in coerced.items()),
+    )
+    if len(_JUDGEMENTS) >= _MAX_JUDGEMENTS:
+        _JUDGEMENTS.clear()
+    _JUDGEMENTS[key] = (contract, judgement)
+    return judgement
+
+
 def _split(
     frame: pl.DataFrame, contract: SourceContract, partition_date: dt.date | None, text: bool
 ) -> _Split:
@@ -133,44 +208,21 @@ def _split(
     the file gave them; the folder's day fills its columns. ``text``: the file is CSV or
     JSON Lines, whose text values may spell null (the declared ``null_values``).
     """
-    coerced = {}
-    for f in contract.schema:
-        if f.name in contract.folder_day_columns:
-            day = pl.lit(partition_date, pl.Date)
-            coerced[f.name] = Coerced(day, pl.lit(None, pl.String), pl.lit(False))
-            continue
-        dtype = frame.schema[f.name]
-        raw = pl.col(f.name)
-        spellings = contract.column(f.name).null_values if text else None
-        if spellings and dtype == pl.String:
-            raw = pl.when(raw.str.strip_chars().is_in(list(spellings))).then(None).otherwise(raw)
-        coerced[f.name] = coerce(f.name, f.type, dtype, ReadAs.of(contract, f.name), raw)
-    typed = frame.select(
-        *(c.value.alias(name) for name, c in coerced.items()),
-        *(c.present.alias(f"{_PRESENT}{name}") for name, c in coerced.items()),
-    )
-    parse_bad = pl.any_horizontal(
-        pl.col(f"{_PRESENT}{name}") & pl.col(name).is_null() for name in coerced
-    )
-    rules = _row_rules(contract, partition_date)
-    broken = pl.any_horizontal(rule.violated.fill_null(False) for rule in rules)
-    flags = typed.select(parse_bad.alias("parse"), (parse_bad | broken).alias("invalid"))
+    dated = partition_date is not None
+    judgement = _judgement(contract, frame.schema, text, dated)
+    if dated:
+        frame = frame.with_columns(pl.lit(partition_date, pl.Date).alias(_FOLDER_DAY))
+    typed = frame.select(*judgement.typed)
+    flags = typed.select(judgement.parse_bad.alias("parse"), judgement.invalid.alias("invalid"))
     invalid = flags.get_column("invalid")
     valid = typed.filter(~invalid).select(contract.columns).to_arrow().cast(contract.schema)
     if not invalid.any():
         return _Split(valid, invalid, [])
     # Parse errors explain their row; row rules only judge rows whose values all parsed.
-    errors = frame.filter(invalid).select(
-        c.error.alias(f"{_ERROR}{name}") for name, c in coerced.items()
-    )
+    errors = frame.filter(invalid).select(*judgement.errors)
     parsed = ~flags.get_column("parse").filter(invalid)
     judged = (
-        typed.filter(invalid)
-        .with_columns(pl.Series(_PARSED, parsed))
-        .select(
-            pl.when(pl.col(_PARSED) & rule.violated).then(rule.message).alias(f"{_RULE}{i}")
-            for i, rule in enumerate(rules)
-        )
+        typed.filter(invalid).with_columns(pl.Series(_PARSED, parsed)).select(*judgement.reasons)
     )
     reasons = pl.concat([errors, judged], how="horizontal")
     joined = reasons.select(pl.concat_str(pl.all(), separator="; ", ignore_nulls=True))

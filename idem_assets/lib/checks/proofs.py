@@ -99,7 +99,7 @@ class Stamps:
         if reads is Reads.INPUTS:
             return None if self._inputs is None else self._inputs[index]
         if reads is Reads.TABLE:
-            return self._table_files.signature()
+            return self._whole_table
         if reads is Reads.SLICE:
             spec = self.definition.spec
             touched = strategy_for(spec).touched(spec, window_slice(spec, window), None)
@@ -113,6 +113,10 @@ class Stamps:
     def _table_files(self) -> FileIndex:
         spec = self.definition.spec
         return FileIndex(target_table(self.lake, spec, self.definition.key).open())
+
+    @functools.cached_property
+    def _whole_table(self) -> str:
+        return self._table_files.signature()
 
     @functools.cached_property
     def _quarantine_files(self) -> FileIndex:
