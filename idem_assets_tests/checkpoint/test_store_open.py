@@ -16,6 +16,7 @@ from idem_assets.checkpoint import (
     SchemaVersionError,
     Status,
     open_store,
+    sql,
 )
 from idem_assets_tests.checkpoint.clock import SteppedClock
 from idem_assets_tests.checkpoint.worker import spawn
@@ -63,16 +64,19 @@ def test_schema_created_once_and_versioned(store_url: str) -> None:
     for _ in range(3):
         open_store(store_url).close()
     query = "SELECT COUNT(*), MAX(version) FROM checkpoint_schema_version"
+    current, newer = sql.SCHEMA_VERSION, sql.SCHEMA_VERSION + 1
     if store_url.startswith("sqlite"):
         with sqlite3.connect(store_url.removeprefix("sqlite:///")) as conn:
-            assert conn.execute(query).fetchone() == (1, 1)
+            assert conn.execute(query).fetchone() == (1, current)
             assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-            conn.execute("INSERT INTO checkpoint_schema_version VALUES (2, 0)")
+            conn.execute("INSERT INTO checkpoint_schema_version VALUES (?, 0)", (newer,))
     else:
         with psycopg.connect(store_url, autocommit=True) as conn:
-            assert conn.execute(query).fetchone() == (1, 1)
-            conn.execute("INSERT INTO checkpoint_schema_version VALUES (2, 0)")
-    with pytest.raises(SchemaVersionError, match="schema version 2; this code knows up to 1"):
+            assert conn.execute(query).fetchone() == (1, current)
+            conn.execute("INSERT INTO checkpoint_schema_version VALUES (%s, 0)", (newer,))
+    with pytest.raises(
+        SchemaVersionError, match=f"schema version {newer}; this code knows up to {current}"
+    ):
         open_store(store_url)
 
 
