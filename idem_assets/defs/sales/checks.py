@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import decimal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -12,7 +12,7 @@ from idem_assets._lazy import lazy_module
 from idem_assets.defs.sales.orders import NON_REVENUE_STATUSES, ORDERS_TABLE
 from idem_assets.io_manager import Window, read, target_table
 from idem_assets.lib import LakeAssetDef
-from idem_assets.lib.checks import CheckName, LakeCheck
+from idem_assets.lib.checks import CheckName, LakeCheck, spans
 from idem_assets.resources import LakeResource
 
 if TYPE_CHECKING:
@@ -51,23 +51,43 @@ def _totals_by_day(orders: pa.Table) -> dict[object, tuple[int, decimal.Decimal]
 
 
 def _reconciles(
-    definition: LakeAssetDef, lake: LakeResource, window: Window, _: frozenset[str]
-) -> Iterator[dg.AssetCheckResult]:
-    """daily_sales agrees with the orders table it was computed from."""
-    orders = read(
-        ORDERS_TABLE.spec,
-        target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
-        window,
-        ORDERS_TABLE.arrow_schema,
-    )
-    sales = read(
-        definition.spec,
-        target_table(lake, definition.spec, definition.key),
-        window,
-        definition.arrow_schema,
-    )
-    expected = _totals_by_day(orders)
-    stored = {row["order_date"]: (row["orders"], row["revenue"]) for row in sales.to_pylist()}
+    definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window], _: frozenset[str]
+) -> Iterator[tuple[int, dg.AssetCheckResult]]:
+    """daily_sales agrees with the orders table it was computed from: each span of adjacent
+    days reads both tables once, and every day of it is reported."""
+    for span, members in spans(windows):
+        orders = read(
+            ORDERS_TABLE.spec,
+            target_table(lake, ORDERS_TABLE.spec, ORDERS_TABLE.key),
+            span,
+            ORDERS_TABLE.arrow_schema,
+        )
+        sales = read(
+            definition.spec,
+            target_table(lake, definition.spec, definition.key),
+            span,
+            definition.arrow_schema,
+        )
+        expected = _totals_by_day(orders)
+        stored = {row["order_date"]: (row["orders"], row["revenue"]) for row in sales.to_pylist()}
+        for index in members:
+            window = windows[index]
+            days = set(window.days())
+            yield (
+                index,
+                _reconciliation(
+                    window,
+                    {d: v for d, v in expected.items() if d in days},
+                    {d: v for d, v in stored.items() if d in days},
+                ),
+            )
+
+
+def _reconciliation(
+    window: Window,
+    expected: dict[object, tuple[int, decimal.Decimal]],
+    stored: dict[object, tuple[int, decimal.Decimal]],
+) -> dg.AssetCheckResult:
     mismatches = []
     for day in sorted(set(expected) | set(stored), key=str):
         want = expected.get(day, (0, decimal.Decimal("0")))
@@ -80,7 +100,7 @@ def _reconciles(
                     "daily_sales": None if have is None else [have[0], str(have[1])],
                 }
             )
-    yield dg.AssetCheckResult(
+    return dg.AssetCheckResult(
         check_name=RECONCILES_WITH_ORDERS,
         passed=not mismatches,
         metadata={
@@ -99,6 +119,6 @@ RECONCILIATION = LakeCheck(
             "Per day, daily_sales order count and revenue equal the sums over orders.",
         ),
     ),
-    evaluate=_reconciles,
+    evaluate_windows=_reconciles,
     depends_on=(ORDERS_TABLE.key,),
 )
