@@ -147,7 +147,10 @@ def carried(memo: Memo | None, stamp: str | None) -> dg.AssetCheckEvaluation | N
     if memo is None or stamp is None or memo.stamp != stamp:
         return None
     value = memo.value
-    evaluation = dg.deserialize_value(value["evaluation"], dg.AssetCheckEvaluation)
+    try:
+        evaluation = dg.deserialize_value(value["evaluation"], dg.AssetCheckEvaluation)
+    except Exception:  # kept by another Dagster release: evaluate again, keep it anew
+        return None
     proven = ", ".join(value.get("reads", ()))
     metadata = {
         **evaluation.metadata,
