@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
+from dagster_shared.serdes.errors import DeserializationError
 
 from idem_assets.checkpoint import CheckpointStore, Memo
 from idem_assets.checkpoint.model import MAX_JSON_BYTES
@@ -149,8 +150,8 @@ def carried(memo: Memo | None, stamp: str | None) -> dg.AssetCheckEvaluation | N
     value = memo.value
     try:
         evaluation = dg.deserialize_value(value["evaluation"], dg.AssetCheckEvaluation)
-    except Exception:  # kept by another Dagster release: evaluate again, keep it anew
-        return None
+    except (DeserializationError, KeyError, TypeError, ValueError):
+        return None  # kept by another Dagster release: evaluated again, and kept anew
     proven = ", ".join(value.get("reads", ()))
     metadata = {
         **evaluation.metadata,
