@@ -29,15 +29,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from idem_assets.checkpoint import CheckpointStore
 from idem_assets.io_manager import Window
-from idem_assets.lib.checks.proofs import (
-    Reads,
-    Stamps,
-    carried,
-    copy_evaluation,
-    memo_key,
-    memo_scope,
-    to_memo,
-)
+from idem_assets.lib.checks.proofs import Reads, Stamps, carried, memo_key, memo_scope, to_memo
 from idem_assets.lib.landing_io import shared_landing_reads
 from idem_assets.partitions import window_dates
 from idem_assets.resources import CheckpointResource, LakeResource
@@ -181,22 +173,14 @@ def evaluate_checks(
             if not wanted:
                 continue
             done = _evaluate(
-                context.run.run_id,
-                definition,
-                lake,
-                store,
-                stamps,
-                partitions,
-                check,
-                wanted,
-                blocking,
+                context.run.run_id, definition, lake, store, stamps, partitions, check, wanted
             )
             for index, partition in enumerate(partitions):
                 for name in wanted:
-                    found = done.get((index, name))
-                    if found is not None:
-                        yield copy_evaluation(
-                            found, target_materialization_data=targets.get(partition)
+                    result = done.get((index, name))
+                    if result is not None:
+                        yield evaluation(
+                            definition.key, result, partition, blocking, targets.get(partition)
                         )
 
 
@@ -209,9 +193,8 @@ def _evaluate(
     partitions: Sequence[str | None],
     check: LakeCheck,
     wanted: list[str],
-    blocking: bool,
-) -> dict[tuple[int, str], dg.AssetCheckEvaluation]:
-    """One check's evaluation per (window index, name): carried, or evaluated and kept."""
+) -> dict[tuple[int, str], dg.AssetCheckResult]:
+    """One check's result per (window index, name): carried forward, or evaluated and kept."""
     scope = memo_scope(definition)
     windows = stamps.windows
     # Stamps first: whatever is read afterwards is at least as new as they are.
@@ -222,7 +205,7 @@ def _evaluate(
         if check.reads is not None
         else {}
     )
-    done: dict[tuple[int, str], dg.AssetCheckEvaluation] = {}
+    done: dict[tuple[int, str], dg.AssetCheckResult] = {}
     for index, partition in enumerate(partitions):
         for name in wanted:
             found = carried(known.get(memo_key(partition, name)), stamped[index])
@@ -234,16 +217,18 @@ def _evaluate(
         definition, lake, [windows[i] for i in todo], frozenset(wanted)
     ):
         assert result.check_name in wanted, f"unexpected check {result.check_name}"
-        index = todo[position]
-        fresh = evaluation(definition.key, result, partitions[index], blocking)
-        stamp = stamped[index]
+        index, stamp = todo[position], stamped[todo[position]]
         if stamp is not None:
-            key = memo_key(partitions[index], fresh.check_name)
-            memo = to_memo(key, stamp, fresh, check.reads or frozenset(), run_id)
+            key = memo_key(partitions[index], result.check_name)
+            memo = to_memo(key, stamp, result, check.reads or frozenset(), run_id)
             if memo is not None:
                 keep.append(memo)
-        done[(index, fresh.check_name)] = copy_evaluation(
-            fresh, metadata={**fresh.metadata, "carried_forward": False}
+        done[(index, result.check_name)] = dg.AssetCheckResult(
+            check_name=result.check_name,
+            passed=result.passed,
+            severity=result.severity,
+            description=result.description,
+            metadata={**result.metadata, "carried_forward": False},
         )
     store.remember(scope, keep)
     return done

@@ -143,47 +143,41 @@ class Stamps:
         return [json.dumps([signed[day] for day in window.days()]) for window in self.windows]
 
 
-def carried(memo: Memo | None, stamp: str | None) -> dg.AssetCheckEvaluation | None:
-    """The stored evaluation a memo holds, if its stamp is today's."""
+def carried(memo: Memo | None, stamp: str | None) -> dg.AssetCheckResult | None:
+    """The kept result a memo holds, if its stamp is today's, with what proved it."""
     if memo is None or stamp is None or memo.stamp != stamp:
         return None
     value = memo.value
     try:
-        evaluation = dg.deserialize_value(value["evaluation"], dg.AssetCheckEvaluation)
+        metadata = dg.deserialize_value(value["metadata"], dict)
+        severity = dg.AssetCheckSeverity(value["severity"])
     except (DeserializationError, KeyError, TypeError, ValueError):
-        return None  # kept by another Dagster release: evaluated again, and kept anew
+        return None  # kept by another release: evaluated again, and kept anew
     proven = ", ".join(value.get("reads", ()))
-    metadata = {
-        **evaluation.metadata,
-        "carried_forward": True,
-        "evaluated_in_run": str(value.get("run_id")),
-        "proven_by": f"definition, {proven} unchanged since that run" if proven else "",
-    }
-    return copy_evaluation(evaluation, metadata=metadata)
-
-
-def copy_evaluation(done: dg.AssetCheckEvaluation, **changes: object) -> dg.AssetCheckEvaluation:
-    """The evaluation with some of its fields replaced."""
-    fields: dict[str, object] = {
-        "asset_key": done.asset_key,
-        "check_name": done.check_name,
-        "passed": done.passed,
-        "metadata": done.metadata,
-        "severity": done.severity,
-        "description": done.description,
-        "blocking": done.blocking,
-        "partition": done.partition,
-        "target_materialization_data": done.target_materialization_data,
-    }
-    return dg.AssetCheckEvaluation(**{**fields, **changes})  # type: ignore[arg-type]
+    return dg.AssetCheckResult(
+        check_name=value["check_name"],
+        passed=bool(value["passed"]),
+        severity=severity,
+        description=value.get("description"),
+        metadata={
+            **metadata,
+            "carried_forward": True,
+            "evaluated_in_run": str(value.get("run_id")),
+            "proven_by": f"definition, {proven} unchanged since that run",
+        },
+    )
 
 
 def to_memo(
-    key: str, stamp: str, evaluation: dg.AssetCheckEvaluation, reads: frozenset[Reads], run_id: str
+    key: str, stamp: str, result: dg.AssetCheckResult, reads: frozenset[Reads], run_id: str
 ) -> Memo | None:
-    """The memo that keeps an evaluation for later runs (None if it is too large to keep)."""
+    """The memo that keeps a result for later runs (None if it is too large to keep)."""
     value: dict[str, Any] = {
-        "evaluation": dg.serialize_value(evaluation),
+        "check_name": result.check_name,
+        "passed": result.passed,
+        "severity": result.severity.value,
+        "description": result.description,
+        "metadata": dg.serialize_value(dict(result.metadata)),
         "run_id": run_id,
         "reads": sorted(item.value for item in reads),
     }

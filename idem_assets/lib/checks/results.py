@@ -161,13 +161,19 @@ def value_rule_result(
     """Counts and samples of the ``broken`` rows among ``rows`` checked, with the rule's
     severity."""
     offending = broken.height
-    values = (
-        broken.group_by(rule.column)
-        .len()
-        .sort(["len", rule.column], descending=[True, False])
-        .head(_SAMPLE)
-    )
-    sample = broken.select([*dict.fromkeys([*key, rule.column])]).head(_SAMPLE)
+    top, sample = [], []
+    if offending:  # most days of most rules: nothing to count or sample
+        values = (
+            broken.group_by(rule.column)
+            .len()
+            .sort(["len", rule.column], descending=[True, False])
+            .head(_SAMPLE)
+        )
+        top = [{"value": _plain(r[rule.column]), "rows": r["len"]} for r in values.to_dicts()]
+        sample = [
+            {k: _plain(v) for k, v in r.items()}
+            for r in broken.select([*dict.fromkeys([*key, rule.column])]).head(_SAMPLE).to_dicts()
+        ]
     return dg.AssetCheckResult(
         check_name=name,
         passed=offending == 0,
@@ -183,12 +189,8 @@ def value_rule_result(
             "rows_checked": rows,
             "offending_rows": offending,
             "offending_share": round(offending / rows, 6) if rows else 0.0,
-            "top_values": dg.MetadataValue.json(
-                [{"value": _plain(r[rule.column]), "rows": r["len"]} for r in values.to_dicts()]
-            ),
-            "sample": dg.MetadataValue.json(
-                [{k: _plain(v) for k, v in r.items()} for r in sample.to_dicts()]
-            ),
+            "top_values": dg.MetadataValue.json(top),
+            "sample": dg.MetadataValue.json(sample),
         },
     )
 
