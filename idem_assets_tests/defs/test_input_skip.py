@@ -2,15 +2,14 @@
 
 import dataclasses
 import datetime as dt
-import time
 
 from deltalake import write_deltalake
 
 from idem_assets.defs.sales.assets import ORDERS_TABLE
 from idem_assets.io_manager import Window
 from idem_assets.lake import read_rows
-from idem_assets.landing.store import SETTLE_SECONDS
 from idem_assets.lib.landing_io import input_signature, list_window
+from idem_assets.resources import LakeResource
 from idem_assets.sample.generator import write_late_orders
 from idem_assets_tests.harness import START, check_results, materialization_metadata
 
@@ -62,8 +61,13 @@ def test_a_slice_changed_behind_the_pipeline_is_recomputed_not_skipped(project):
 
 def test_unchanged_rerun_proves_inputs_by_file_stamps_without_reading_them(project):
     key = START.isoformat()
-    # Hashes of files written in the last SETTLE_SECONDS are not kept (racy stamps).
-    time.sleep(SETTLE_SECONDS + 0.1)
+    # Hashes of files changed in the last file_settle_seconds are not kept (racy stamps);
+    # these were written a moment ago, so keep them at once instead of waiting.
+    lake = project.lake
+    settled = LakeResource(
+        landing_dir=lake.landing_dir, lake_dir=lake.lake_dir, file_settle_seconds=0.0
+    )
+    project = dataclasses.replace(project, lake=settled)
     first = materialization_metadata(project.run_days(key, assets=["orders"]))["orders"]
     files = first["landing_files"]
     assert files > 0
