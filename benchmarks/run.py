@@ -4,14 +4,15 @@
 overwrite and no-op rerun (TPC-H orders as one day), the drop-in for dagster-deltalake (the
 same assets through its IO manager and ours), the drop-in for dagster-delta (its merge mode
 through its IO manager and ours: a 1% upsert into 10M customers, its unchanged rerun, a first
-write), MERGE (synthetic customers, 1M and 10M rows),
-fingerprint (TPC-H lineitem), backfill through Dagster, fast runs (the code location's import
-and ``dg launch`` runs, in-process and multiprocess), the landing zone in object storage
-(sensor ticks over a bucket of 10,000 objects, a 1M-row day read from a bucket and from a
-folder, on a local moto server), and the checkpoint and Spark benchmarks (their own modules,
-collected here; the Spark family adds ``benchmarks.cases.spark_engines``: one orders day on
-the local engine, Spark local[2] and a standalone cluster, and a 2 GB CSV day on 1 GiB
-executors).
+write), MERGE (synthetic customers, 1M and 10M rows), fingerprint (TPC-H lineitem), backfill
+through Dagster, fast runs (the code location's import and ``dg launch`` runs, in-process and
+multiprocess), the whole history (TPC-H orders, 30, 365 and 2,406 days as one ``dg launch``
+range, its unchanged rerun and one corrected day, beside a plain delta-rs process and Dagster's
+floors; one sample per size unless ``--reps``), the landing zone in object storage (sensor
+ticks over a bucket of 10,000 objects, a 1M-row day read from a bucket and from a folder, on a
+local moto server), and the checkpoint and Spark benchmarks (their own modules, collected here;
+the Spark family adds ``benchmarks.cases.spark_engines``: one orders day on the local engine,
+Spark local[2] and a standalone cluster, and a 2 GB CSV day on 1 GiB executors).
 
 ``--only`` runs some families and merges them into the existing RESULTS.md: their sections
 and Targets rows are replaced, every other family's are kept as they were.
@@ -40,6 +41,7 @@ HEADINGS = {
     "fingerprint": "## Fingerprint",
     "backfill": "## Backfill through Dagster",
     "fast_runs": "## Fast runs: importing the code location, runs from the CLI",
+    "history": "## Whole history: years of days as one range",
     "landing": "## Landing zone in object storage",
     "checkpoint": "## Checkpoint (from `benchmarks.checkpoint_bench`)",
     "spark": "## Spark (from `benchmarks.spark_bench`)",
@@ -262,6 +264,18 @@ def main(argv: list[str] | None = None) -> int:
             fast_runs.plot_groups(numbers["fast_runs"]),
         )
         blocks["fast_runs"].append("![fast_runs](results/fast_runs.png)\n")
+    if "history" in wanted:
+        from benchmarks.cases import history
+
+        md, numbers["history"] = history.run_family(args.reps or 1, args.quick)
+        blocks["history"] += [md]
+        bars(
+            PLOTS / "history.png",
+            "Whole history as one dg launch range: cost per day",
+            history.plot_groups(numbers["history"]),
+            unit="ms per day, end to end",
+        )
+        blocks["history"].append("![history](results/history.png)\n")
     if "landing" in wanted:
         from benchmarks.cases import landing_store
 

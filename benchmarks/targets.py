@@ -77,6 +77,11 @@ CAUSES = {
     "spark_same": "the engines' tables differ: see S5",
     "spark_failed": "{failed} failed: see S5",
     "spark_big": "{cause}",
+    "history": "see the Whole history section: the split of the first backfill above "
+    "Dagster's floors",
+    "history_failed": "a run of the whole history failed: see its section",
+    "history_commit": "an unchanged rerun committed, or a corrected day did not commit exactly "
+    "once: see the Whole history section",
     "cli_floor": "both launches pay dg's start, Dagster's import, the instance from "
     "DAGSTER_HOME, a run's bookkeeping and process exit ({base:.2f} s for the trivial run); "
     "orders' adds its code location's import beyond dagster ({above:.2f} s wall, F1) and its "
@@ -502,6 +507,95 @@ def _fast_runs(numbers: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+# H: the whole history's ratios, each judged against its limit here; None: reported only.
+HISTORY_LIMITS: dict[str, float | None] = {
+    "above_b_per_delta_rs": None,  # (first backfill − floor (b)) ÷ the delta-rs process
+    "above_c_per_delta_rs": None,  # (first backfill − floor (c)) ÷ the delta-rs process
+    "rerun_share": None,  # unchanged rerun above floor (c) ÷ first backfill above floor (c)
+    "per_day": None,  # per-day cost above floor (c), the largest N ÷ the next
+}
+
+
+def _history(numbers: dict[str, Any]) -> list[list[str]]:
+    from benchmarks.cases import history
+
+    sizes = numbers["sizes"]
+    days = sorted(sizes)
+    largest = f"{days[-1]:,} days"
+    top = sizes[days[-1]]
+    seconds = {name: f"{value:.1f} s" for name, value in top["seconds"].items()}
+
+    def every_size(key: str, digits: str, unit: str = "", by: str = "derived") -> str:
+        values = [(n, sizes[n][by].get(key)) for n in reversed(days)]
+        return ", ".join(
+            f"{n:,} days {'—' if v is None else format(v, digits)}{unit}" for n, v in values
+        )
+
+    def judged(key: str, label: str, value: float | None, shown: str) -> list[str]:
+        limit = HISTORY_LIMITS.get(key)
+        if value is None:
+            return _row(label, "failed", False, CAUSES["history_failed"])
+        if limit is None:
+            return [f"{label}: reported", shown, "reported", ""]
+        return _row(f"{label} ≤ {limit:g}", shown, value <= limit, CAUSES["history"])
+
+    rows = []
+    for key, floor, what in (
+        ("above_b_per_delta_rs", history.FLOOR_B, "(b), a trivial asset"),
+        ("above_c_per_delta_rs", history.FLOOR_C, "(c), a trivial asset with 10 checks a day"),
+    ):
+        rows.append(
+            judged(
+                key,
+                f"H1. {largest} of TPC-H orders as one `dg launch` range, first backfill: (ours − "
+                f"Dagster's floor {what}) ÷ one pyarrow + write_deltalake process",
+                top["derived"].get(key),
+                f"{every_size(key, '.2f', '×')} (at {largest}: ours "
+                f"{seconds.get(history.OURS, '—')}, floor {seconds.get(floor, '—')}, delta-rs "
+                f"{seconds.get(history.DELTA_RS, '—')}); by CPU "
+                f"{every_size(key, '.2f', '×', 'by_cpu')}",
+            )
+        )
+    evaluated, carried = top["checks"].get(history.RERUN, (0, 0))
+    rows.append(
+        judged(
+            "rerun_share",
+            "H2. unchanged rerun above floor (c), a share of the first backfill above floor (c)",
+            top["derived"].get("rerun_share"),
+            f"{every_size('rerun_share', '.1%')}; by CPU "
+            f"{every_size('rerun_share', '.1%', by='by_cpu')}; at {largest} {carried:,} of "
+            f"{evaluated:,} check evaluations carried forward",
+        )
+    )
+    versions = [sizes[n]["versions"] for n in days]
+    quiet = sum(v.get(history.RERUN, -2) == v.get(history.OURS, -1) >= 0 for v in versions)
+    once = sum(v.get(history.DAY, -2) == v.get(history.OURS, -1) + 1 >= 1 for v in versions)
+    rows.append(
+        _row(
+            "H3. the unchanged rerun commits nothing and one corrected day commits one version",
+            f"no commit at {quiet} of {len(days)} sizes, one version at {once} of {len(days)} "
+            f"(the corrected day {seconds.get(history.DAY, '—')} at {largest}, floor (c)'s one "
+            f"day {seconds.get(history.FLOOR_C_DAY, '—')})",
+            quiet == once == len(days),
+            CAUSES["history_commit"],
+        )
+    )
+    trend, cpu = history.per_day_ratio(numbers), history.per_day_ratio(numbers, "by_cpu")
+    if trend is not None:
+        large, small, ratio = trend
+        by_cpu = "—" if cpu is None else f"{cpu[2]:.2f}×"
+        rows.append(
+            judged(
+                "per_day",
+                f"H4. cost per day above floor (c): {large:,} days ÷ {small:,} days",
+                ratio,
+                f"{ratio:.2f}× ({every_size('above_c_per_day_ms', '.1f', ' ms')} a day); by "
+                f"CPU {by_cpu} ({every_size('above_c_per_day_ms', '.1f', ' ms', 'by_cpu')})",
+            )
+        )
+    return rows
+
+
 def _size(rows: int) -> str:
     return f"{rows / 1e6:.0f}M" if rows >= 1_000_000 else f"{rows / 1e3:.0f}k"
 
@@ -623,6 +717,7 @@ _FAMILIES: list[tuple[str, Callable[[dict[str, Any]], list[list[str]]]]] = [
     ("merge", _merge),
     ("fingerprint", _fingerprint),
     ("fast_runs", _fast_runs),
+    ("history", _history),
     ("landing", _landing),
     ("spark", _spark),
 ]
@@ -640,6 +735,10 @@ ROW_LABELS: list[tuple[str, str]] = [
     ("3.", "merge"),
     ("4.", "fingerprint"),
     ("F", "fast_runs"),
+    ("H1.", "history"),
+    ("H2.", "history"),
+    ("H3.", "history"),
+    ("H4.", "history"),
     ("L1.", "landing"),
     ("L2.", "landing"),
     ("S5.", "spark"),
