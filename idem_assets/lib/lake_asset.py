@@ -13,6 +13,7 @@ import dagster as dg
 from idem_assets.lib.asset_def import KINDS, LAKE_IO_MANAGER_KEY, LakeAssetDef
 from idem_assets.lib.checks.factory import standard_checks
 from idem_assets.lib.checks.per_partition import check_outputs, check_specs, evaluate_checks
+from idem_assets.lib.landing_io import shared_landing_reads
 from idem_assets.resources import CheckpointResource, LakeResource
 
 
@@ -60,9 +61,12 @@ def lake_asset(
             lake, checkpoint = params["lake"], params["checkpoint"]
             for name in added:
                 params.pop(name)
-            if definition.key in context.selected_asset_keys:
-                yield dg.Output(fn(context, *args, **params), output_name=definition.name)
-            yield from evaluate_checks(context, definition, lake, checkpoint, checks, blocking)
+            # The checks recompute the window from the files the write just read: while no
+            # file changed (same paths and stamps), they judge that read instead of another.
+            with shared_landing_reads():
+                if definition.key in context.selected_asset_keys:
+                    yield dg.Output(fn(context, *args, **params), output_name=definition.name)
+                yield from evaluate_checks(context, definition, lake, checkpoint, checks, blocking)
             yield from check_outputs(context, definition)
 
         body.__signature__ = signature  # type: ignore[attr-defined]

@@ -80,16 +80,20 @@ def list_window(lake: LakeResource, contract: SourceContract, window: Window) ->
     return WindowListing(root, {}, discover_snapshot(root, contract))
 
 
-# Landing batches read while a step evaluates its checks, by (landing, source, window): the
-# checks that recompute a range from its landing files share one read of it.
-_SHARED_READS: ContextVar[dict[tuple[str, str, Window], LandingBatch] | None] = ContextVar(
+# Landing batches read within a step, by landing, source, window and the listing they read
+# (every file's path and stamp): the write's read and the checks' recomputation of the same
+# window share one read exactly when no file changed in between.
+_SHARED_READS: ContextVar[dict[tuple[object, ...], LandingBatch] | None] = ContextVar(
     "idem_shared_landing_reads", default=None
 )
 
 
 @contextmanager
 def shared_landing_reads() -> Iterator[None]:
-    """Within this block, reading the same source and window twice reads it once."""
+    """Within this block, reading the same files of a source and window twice reads once."""
+    if _SHARED_READS.get() is not None:  # already shared by an enclosing block
+        yield
+        return
     token = _SHARED_READS.set({})
     try:
         yield
@@ -104,11 +108,16 @@ def read_landing(
     listing: WindowListing | None = None,
 ) -> LandingBatch:
     """The landing batch of a source for a window (daily) or its newest snapshot."""
-    shared = _SHARED_READS.get()
-    key = (lake.landing_dir or "", contract.name, window)
-    if shared is not None and listing is None and key in shared:
-        return shared[key]
     listing = listing or list_window(lake, contract, window)
+    shared = _SHARED_READS.get()
+    key = (
+        listing.root.uri,
+        contract.name,
+        window,
+        tuple((item.relpath, item.stamp) for found in listing.discoveries for item in found.files),
+    )
+    if shared is not None and key in shared:
+        return shared[key]
     if contract.daily:
         assert window.start is not None and window.end is not None
         batch = read_days(listing.root, contract, window.start, window.end, listing.days)

@@ -85,3 +85,30 @@ def test_a_changed_day_recomputes_that_day_and_the_whole_table_checks(tmp_path):
     before = _evaluations(first, "orders")[("conservation", changed)]
     after = evaluations[("conservation", changed)]
     assert (after["raw_rows"], after["unaccounted"]) == (before["raw_rows"] + 1, 0)
+
+
+def test_a_read_is_shared_within_a_step_only_while_no_file_changed(tmp_path):
+    """The checks of a materializing step judge the rows its write read, not a second read
+    of the same bytes; a file changed in between is read again, never judged stale."""
+    from idem_assets.defs.sales.orders import ORDERS_TABLE
+    from idem_assets.io_manager import Window
+    from idem_assets.lib.landing_io import read_landing, shared_landing_reads
+    from idem_assets_tests.harness import START
+
+    project = new_project(tmp_path, days=2)
+    contract = ORDERS_TABLE.landing_source
+    assert contract is not None
+    window = Window.day(START)
+    with shared_landing_reads():
+        first = read_landing(project.lake, contract, window)
+        assert read_landing(project.lake, contract, window) is first
+        late = project.landing / "orders" / f"date={START}" / "zz-late.csv"
+        late.write_text(
+            "order_id,customer_id,amount,status,order_date,updated_at\n"
+            f"99999992,1,5.00,paid,{START},{START}T23:00:00Z\n"
+        )
+        again = read_landing(project.lake, contract, window)
+    assert again is not first
+    assert again.raw_rows == first.raw_rows + 1
+    # Outside a step nothing is shared.
+    assert read_landing(project.lake, contract, window) is not again

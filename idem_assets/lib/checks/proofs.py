@@ -16,7 +16,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -149,7 +150,7 @@ def carried(memo: Memo | None, stamp: str | None) -> dg.AssetCheckResult | None:
         return None
     value = memo.value
     try:
-        metadata = dg.deserialize_value(value["metadata"], dict)
+        metadata = _decoded(value["metadata"])
         severity = dg.AssetCheckSeverity(value["severity"])
     except (DeserializationError, KeyError, TypeError, ValueError):
         return None  # kept by another release: evaluated again, and kept anew
@@ -177,10 +178,41 @@ def to_memo(
         "passed": result.passed,
         "severity": result.severity.value,
         "description": result.description,
-        "metadata": dg.serialize_value(dict(result.metadata)),
+        "metadata": _encoded(result.metadata),
         "run_id": run_id,
         "reads": sorted(item.value for item in reads),
     }
     if len(json.dumps(value)) > MAX_JSON_BYTES - 1024:
         return None
     return Memo(key, stamp, value)
+
+
+# Metadata kinds kept as plain JSON (what the standard checks report); any other value
+# keeps the whole mapping in Dagster's own serialization, which costs several times more
+# to read back on every day of an unchanged rerun.
+_PLAIN: dict[type, tuple[str, Any]] = {
+    dg.IntMetadataValue: ("int", dg.MetadataValue.int),
+    dg.FloatMetadataValue: ("float", dg.MetadataValue.float),
+    dg.BoolMetadataValue: ("bool", dg.MetadataValue.bool),
+    dg.TextMetadataValue: ("text", dg.MetadataValue.text),
+    dg.JsonMetadataValue: ("json", dg.MetadataValue.json),
+}
+_BUILD = {kind: build for kind, build in _PLAIN.values()}
+
+
+def _encoded(metadata: Mapping[str, Any]) -> dict[str, Any] | str:
+    """A result's metadata as plain JSON where every value is plain, else serialized."""
+    plain: dict[str, Any] = {}
+    for name, item in metadata.items():
+        kind = _PLAIN.get(type(item))
+        if kind is None or (kind[0] == "float" and not math.isfinite(item.value)):
+            return dg.serialize_value(dict(metadata))
+        plain[name] = [kind[0], item.value]
+    return plain
+
+
+def _decoded(encoded: dict[str, Any] | str) -> dict[str, Any]:
+    """The metadata ``_encoded`` kept."""
+    if isinstance(encoded, str):
+        return dict(dg.deserialize_value(encoded, dict))
+    return {name: _BUILD[kind](raw) for name, (kind, raw) in encoded.items()}
