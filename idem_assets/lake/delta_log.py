@@ -8,6 +8,7 @@ local streaming writer and the Spark engine's staged writes reach the log, and
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import time
 from collections.abc import Iterator, Sequence
@@ -21,7 +22,8 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.frames import is_text, nullable
 from idem_assets.lake.stored import DataFile, filesystem
-from idem_assets.lake.tables import LakeTable, table_schema
+from idem_assets.lake.tables import LakeTable, table_retries, table_schema
+from idem_assets.transient import retrying
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -203,9 +205,9 @@ def commit_infos(table: DeltaTable, depth: int) -> Iterator[tuple[int, dict[str,
     fs, base = filesystem(table.table_uri)
     top = table.version()
     for version in range(top, max(top - depth, -1), -1):
+        path = f"{base}/_delta_log/{version:020d}.json"
         try:
-            with fs.open_input_stream(f"{base}/_delta_log/{version:020d}.json") as handle:
-                text = handle.read().decode("utf-8")
+            text = retrying(functools.partial(_read_text, fs, path), path, table_retries(table))
         except FileNotFoundError:
             return  # older log files are gone (log retention): so is their history
         for line in text.splitlines():
@@ -213,6 +215,11 @@ def commit_infos(table: DeltaTable, depth: int) -> Iterator[tuple[int, dict[str,
             if "commitInfo" in action:
                 yield version, action["commitInfo"]
                 break
+
+
+def _read_text(fs: Any, path: str) -> str:
+    with fs.open_input_stream(path) as handle:
+        return handle.read().decode("utf-8")
 
 
 def next_version(table: DeltaTable) -> int:

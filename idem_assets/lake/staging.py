@@ -30,6 +30,7 @@ from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
 from idem_assets.lake.frames import nullable
 from idem_assets.lake.stored import data_files, filesystem, parquet_batches
 from idem_assets.lake.tables import LakeTable
+from idem_assets.transient import retrying
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -113,7 +114,16 @@ def _is_hidden(name: str) -> bool:
 def list_staged(
     table_uri: str, folder: str, schema: pa.Schema, partition_column: str | None
 ) -> tuple[StagedFile, ...]:
-    """Describe every data file under a staging folder from its footer."""
+    """Describe every data file under a staging folder from its footer (listed and read
+    again whole when an answer is cut mid-body)."""
+    return retrying(
+        lambda: _list_staged(table_uri, folder, schema, partition_column), f"{table_uri}/{folder}"
+    )
+
+
+def _list_staged(
+    table_uri: str, folder: str, schema: pa.Schema, partition_column: str | None
+) -> tuple[StagedFile, ...]:
     fs, base = filesystem(table_uri)
     selector = pafs.FileSelector(f"{base}/{folder}", recursive=True, allow_not_found=True)
     files = []

@@ -13,7 +13,8 @@ from idem_assets._lazy import lazy_module
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
 from idem_assets.lake.frames import conform
 from idem_assets.lake.predicates import Range
-from idem_assets.lake.tables import LakeTable, table_schema
+from idem_assets.lake.tables import LakeTable, table_retries, table_schema
+from idem_assets.transient import Retries, resuming, skipping
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -43,21 +44,28 @@ def parquet_batches(
     schema: pa.Schema,
     partition_column: str | None,
     partition_value: object,
+    retries: Retries | None = None,
 ) -> Iterator[pa.Table]:
     """One Parquet data file's rows in bounded batches, typed to ``schema``.
 
     Data files do not hold their partition column; it is added from ``partition_value``
     (a typed value, as the Delta log or the staging folder names it).
     """
-    with fs.open_input_file(path) as handle:
-        for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
-            rows = pa.Table.from_batches([batch])
-            if partition_column:
-                kind = schema.field(partition_column).type
-                rows = rows.append_column(
-                    partition_column, pa.array([partition_value] * rows.num_rows, kind)
-                )
-            yield conform(rows, schema)
+
+    def batches_from(count: int) -> Iterator[pa.RecordBatch]:
+        with fs.open_input_file(path) as handle:
+            reader = pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS)
+            yield from skipping(reader, count)
+
+    # Data files are immutable: a read cut mid-body resumes after the batches it gave.
+    for batch in resuming(batches_from, path, retries):
+        rows = pa.Table.from_batches([batch])
+        if partition_column:
+            kind = schema.field(partition_column).type
+            rows = rows.append_column(
+                partition_column, pa.array([partition_value] * rows.num_rows, kind)
+            )
+        yield conform(rows, schema)
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,9 @@ def stored_batches(
     schema = table_schema(table)
     for data in data_files(table, partition_column, keep):
         fs, path = filesystem(file_location(table, data.path))
-        yield from parquet_batches(fs, path, schema, partition_column, data.partition_value)
+        yield from parquet_batches(
+            fs, path, schema, partition_column, data.partition_value, table_retries(table)
+        )
 
 
 def table_fingerprint(target: LakeTable, table: DeltaTable | None = None) -> Fingerprint | None:

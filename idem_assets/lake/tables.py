@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -14,6 +15,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundErr
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.predicates import Condition, In, OneOf, conjunction
+from idem_assets.transient import Budget, Retries, retrying
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,15 +50,30 @@ class LakeTable:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def open(self, version: int | None = None) -> DeltaTable | None:
-        """The table at its newest (or the given) version, or None if it does not exist."""
-        try:
-            return DeltaTable(self.uri, version=version, storage_options=self._options())
-        except TableNotFoundError:
-            return None
+        """The table at its newest (or the given) version, or None if it does not exist.
+
+        A load whose answer is cut mid-body is read again (``idem_assets.transient``).
+        """
+
+        def load() -> DeltaTable | None:
+            try:
+                return DeltaTable(self.uri, version=version, storage_options=self._options())
+            except TableNotFoundError:
+                return None
+
+        return retrying(load, self.uri, self.retries())
 
     def exists(self) -> bool:
         """Whether a Delta log exists at the uri."""
-        return DeltaTable.is_deltatable(self.uri, storage_options=self._options())
+        return retrying(
+            lambda: DeltaTable.is_deltatable(self.uri, storage_options=self._options()),
+            self.uri,
+            self.retries(),
+        )
+
+    def retries(self) -> Retries:
+        """How reads of this table retry a cut answer (its storage options' retry settings)."""
+        return Retries.from_options(self.storage_options)
 
     def _options(self) -> dict[str, str] | None:
         return dict(self.storage_options) or None
@@ -93,12 +110,22 @@ def read_rows(
         return wanted.empty_table()
     stored = table_schema(table)
     wanted = stored if columns is None else pa.schema([stored.field(c) for c in columns])
-    reader = table.scan(
-        columns=list(columns) if columns else None, predicate=conjunction(tuple(ranges)) or None
-    )
-    batches = _matching(reader, keys) if keys is not None else _batches(reader)
-    # The engine hands out string views; give callers the table's declared types.
-    return pa.Table.from_batches([b.cast(wanted) for b in batches], schema=wanted)
+
+    def scan() -> pa.Table:
+        reader = table.scan(
+            columns=list(columns) if columns else None,
+            predicate=conjunction(tuple(ranges)) or None,
+        )
+        batches = _matching(reader, keys) if keys is not None else _batches(reader)
+        # The engine hands out string views; give callers the table's declared types.
+        return pa.Table.from_batches([b.cast(wanted) for b in batches], schema=wanted)
+
+    return retrying(scan, table.table_uri, table_retries(table))
+
+
+def table_retries(table: DeltaTable) -> Retries:
+    """The retry settings of the storage options ``table`` was opened with."""
+    return Retries.from_options(getattr(table, "_storage_options", None))
 
 
 def _batches(reader: Any) -> Iterator[pa.RecordBatch]:
@@ -190,19 +217,33 @@ def is_conflict(error: BaseException) -> bool:
     return False
 
 
-def with_commit_retries(attempt: Callable[[int], T], retries: int = 8) -> T:
-    """Run ``attempt`` again (re-reading state) when a concurrent commit beat it.
+def with_commit_retries(
+    attempt: Callable[[int], T], retries: int = 8, transient: Retries | None = None
+) -> T:
+    """Run ``attempt`` again (re-reading state) when a concurrent commit beat it, or when
+    an answer from storage was cut mid-body (within ``transient``'s budget).
 
     Each attempt must start from a fresh snapshot; losers re-evaluate and usually
-    find the winner already wrote the same content, so they commit nothing.
+    find the winner already wrote the same content, so they commit nothing. The same
+    holds after a cut answer: whether or not a commit landed before it, the next attempt
+    decides from the log (content there: nothing to commit).
     """
-    for number in range(retries + 1):
+    cuts = Budget("a Delta write", transient, time.monotonic)
+    conflicts = 0
+    for number in itertools.count():
         try:
             return attempt(number)
-        except (CommitFailedError, DeltaError) as error:
-            if not is_conflict(error) or number == retries:
+        except Exception as error:
+            if is_conflict(error):
+                if conflicts == retries:
+                    raise
+                time.sleep(min(2.0, 0.05 * 2**conflicts) * (0.5 + random.random()))
+                conflicts += 1
+                continue
+            delay = cuts.wait(error)
+            if delay is None:
                 raise
-            time.sleep(min(2.0, 0.05 * 2**number) * (0.5 + random.random()))
+            time.sleep(delay)
     raise AssertionError("unreachable")
 
 

@@ -20,12 +20,15 @@ import os
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from idem_assets.landing.errors import LandingFileError, LandingRootError
+from idem_assets.transient import Retries, resuming, retrying
+
+T = TypeVar("T")
 
 _HASH_CHUNK = 1 << 20
 # Listing pages of this many objects (S3 returns at most 1,000 per request).
@@ -53,6 +56,8 @@ _CLIENT_OPTIONS = frozenset(
     "http2_only pool_idle_timeout pool_max_idle_per_host proxy_url proxy_ca_certificate "
     "proxy_excludes root_certificate randomize_addresses read_timeout timeout user_agent".split()
 )
+# object_store's retry settings, as delta-rs names them in storage options.
+_RETRY_OPTIONS = re.compile(r"^(max_retries|retry_timeout|backoff_config\.\w+)$", re.IGNORECASE)
 _PROVIDER_PREFIX = re.compile(r"^(aws|google|azure)_", re.IGNORECASE)
 
 Stamp = tuple[int | str, ...]
@@ -291,6 +296,7 @@ class ObjectRoot(LandingRoot):
         self.uri = uri.rstrip("/")
         self.where = where
         self._config, self._client = object_store_options(options or {})
+        self._retries = Retries.from_options(options)
         self._store: Any = None
 
     @property
@@ -302,7 +308,10 @@ class ObjectRoot(LandingRoot):
 
             try:
                 self._store = from_url(
-                    self.uri, config=self._config or None, client_options=self._client or None
+                    self.uri,
+                    config=self._config or None,
+                    client_options=self._client or None,
+                    retry_config=_retry_config(self._retries),
                 )
             except (BaseError, ValueError) as exc:
                 raise LandingRootError(self.uri, _explain(exc, self.where)) from None
@@ -317,6 +326,9 @@ class ObjectRoot(LandingRoot):
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_store": None}
 
+    def _retrying(self, read: Callable[[], T], relpath: str) -> T:
+        return retrying(read, self.location(relpath), self._retries)
+
     def _fail(self, exc: BaseException) -> LandingRootError:
         return LandingRootError(self.uri, _explain(exc, self.where))
 
@@ -324,7 +336,9 @@ class ObjectRoot(LandingRoot):
         import obstore
 
         try:
-            first = next(iter(obstore.list(self.store, None, chunk_size=1)), [])
+            first = self._retrying(
+                lambda: next(iter(obstore.list(self.store, None, chunk_size=1)), []), ""
+            )
         except Exception as exc:  # obstore raises its own error types, all explained here
             raise self._fail(exc) from None
         if not first:
@@ -346,7 +360,10 @@ class ObjectRoot(LandingRoot):
         import obstore
 
         try:
-            listed = obstore.list_with_delimiter(self.store, f"{relpath}/" if relpath else None)
+            listed = self._retrying(
+                lambda: obstore.list_with_delimiter(self.store, f"{relpath}/" if relpath else None),
+                relpath,
+            )
         except Exception as exc:
             raise self._fail(exc) from None
         files = [self._object(meta) for meta in listed["objects"] if _is_object(meta)]
@@ -356,6 +373,10 @@ class ObjectRoot(LandingRoot):
         return Folder(relpath, tuple(sorted(files, key=lambda f: f.name)), tuple(sorted(folders)))
 
     def _tree(self, relpath: str, depth: int) -> dict[str, Folder]:
+        # A listing cut mid-page is listed again from its start.
+        return self._retrying(lambda: self._listed_tree(relpath, depth), relpath)
+
+    def _listed_tree(self, relpath: str, depth: int) -> dict[str, Folder]:
         import obstore
 
         files: dict[str, list[LandingObject]] = {}
@@ -401,10 +422,17 @@ class ObjectRoot(LandingRoot):
             options["if_unmodified_since"] = dt.datetime.fromtimestamp(
                 item.modified_ns / 1e9, dt.UTC
             )
-        try:
-            result = obstore.get(self.store, item.relpath, options=options)
+
+        def from_offset(offset: int) -> Iterator[bytes]:
+            # The same ETag (or time) condition holds on a resumed read: never mixed bytes.
+            ranged = {**options, "range": {"offset": offset}} if offset else options
+            result = obstore.get(self.store, item.relpath, options=ranged)
             for chunk in result.stream(min_chunk_size=_HASH_CHUNK):
                 yield bytes(chunk)
+
+        try:
+            # A read cut mid-body goes on from the last byte received.
+            yield from resuming(from_offset, self.location(item.relpath), self._retries, size=len)
         except (FileNotFoundError, NotFoundError):
             raise LandingFileError(
                 item.relpath, "was deleted after it was listed; rerun to read what is there"
@@ -428,7 +456,7 @@ class ObjectRoot(LandingRoot):
         from obstore.exceptions import NotFoundError
 
         try:
-            return bytes(obstore.get(self.store, relpath).bytes())
+            return self._retrying(lambda: bytes(obstore.get(self.store, relpath).bytes()), relpath)
         except (FileNotFoundError, NotFoundError):
             return None
         except Exception as exc:
@@ -448,11 +476,12 @@ def _is_object(meta: Mapping[str, Any]) -> bool:
 
 def object_store_options(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """The lake's storage options that mean something to the landing zone's object store,
-    split into the store's settings and its HTTP client's (as obstore takes them)."""
+    split into the store's settings and its HTTP client's (as obstore takes them). The
+    retry settings go to the store's retry config instead (``_retry_config``)."""
     config: dict[str, str] = {}
     client: dict[str, str] = {}
     for key, value in options.items():
-        if _LAKE_ONLY_OPTIONS.match(key):
+        if _LAKE_ONLY_OPTIONS.match(key) or _RETRY_OPTIONS.match(key):
             continue
         bare = _PROVIDER_PREFIX.sub("", key.lower())
         if bare in _CLIENT_OPTIONS:
@@ -460,6 +489,19 @@ def object_store_options(options: Mapping[str, str]) -> tuple[dict[str, str], di
         else:
             config[key] = value
     return config, client
+
+
+def _retry_config(retries: Retries) -> dict[str, Any]:
+    """obstore's retry config for the same settings delta-rs reads from storage options."""
+    return {
+        "max_retries": retries.max_retries,
+        "retry_timeout": dt.timedelta(seconds=retries.retry_timeout),
+        "backoff": {
+            "init_backoff": dt.timedelta(seconds=retries.init_backoff),
+            "max_backoff": dt.timedelta(seconds=retries.max_backoff),
+            "base": retries.base,
+        },
+    }
 
 
 def is_object_uri(value: str) -> bool:

@@ -6,6 +6,10 @@ rewritten by the test at any time):
 
 - ``error_rate``: answer 503 SlowDown without forwarding;
 - ``drop_rate``: close the connection without an answer, without forwarding;
+- ``cut_rate``: forward, then send the status, the headers (with the full Content-Length)
+  and half of the body, and close the connection: an answer cut mid-body, as a reset
+  connection or a dying load balancer leaves it (only answers with a body of 2+ bytes);
+- ``cut_first``: cut the first that many answers with a body, whatever the rates;
 - ``delay_ms``: wait this long before forwarding;
 - ``lose_commit_responses``: for that many PUTs of a Delta log entry
   (``_delta_log/<version>.json``), forward the PUT (the object is written) and then close
@@ -14,7 +18,8 @@ rewritten by the test at any time):
   "access_key_id": ..., "secret_access_key": ...}``: the first GET whose (unquoted) path
   matches first replaces the object upstream with ``body`` (or deletes it, signed with the
   credentials given), then is forwarded: an object changed between a listing and its read;
-- ``log_requests``: log every request (method and path), to count what a client fetched.
+- ``log_requests``: log every request (method, path and Range header), to count what a
+  client fetched.
 
 Draws are seeded (``seed``) so a failing run repeats. Each injected fault is appended to
 ``CONTROL_FILE.log`` as one JSON line. A separate process, because delta-rs holds the GIL
@@ -48,6 +53,7 @@ class Control:
         self.rng = random.Random(0)
         self.seed: object = None
         self.lost = 0
+        self.cut = 0
         self.mutated: set[int] = set()
 
     def faults(self) -> dict[str, Any]:
@@ -60,6 +66,7 @@ class Control:
             self.seed = data.get("seed")
             self.rng = random.Random(self.seed)
             self.lost = 0
+            self.cut = 0
             self.mutated = set()
         return data
 
@@ -67,9 +74,12 @@ class Control:
         """A seeded number in [0, 1)."""
         return self.rng.random()
 
-    def note(self, fault: str, method: str, path: str) -> None:
+    def note(self, fault: str, method: str, path: str, range_: str | None = None) -> None:
         """Log one injected fault."""
-        line = json.dumps({"fault": fault, "method": method, "path": path, "at": time.time()})
+        entry = {"fault": fault, "method": method, "path": path, "at": time.time()}
+        if range_:
+            entry["range"] = range_
+        line = json.dumps(entry)
         with (self.path.parent / f"{self.path.name}.log").open("a") as out:
             out.write(line + "\n")
 
@@ -92,6 +102,9 @@ def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]
                 faults = control.faults()
                 error = control.draw() < float(faults.get("error_rate", 0.0))
                 drop = control.draw() < float(faults.get("drop_rate", 0.0))
+                cut_rate = float(faults.get("cut_rate", 0.0))
+                # Drawn only when asked for, so older seeds keep their sequences of faults.
+                cut = cut_rate > 0 and control.draw() < cut_rate
                 lose = (
                     self.command == "PUT"
                     and _LOG_ENTRY.search(urlsplit(self.path).path) is not None
@@ -108,7 +121,7 @@ def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]
                             mutation = rule
                             break
             if faults.get("log_requests"):
-                control.note("request", self.command, self.path)
+                control.note("request", self.command, self.path, self.headers.get("Range"))
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             if mutation is not None:
@@ -146,8 +159,20 @@ def handler_for(upstream: str, control: Control) -> type[BaseHTTPRequestHandler]
                     self.send_header(key, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            if self.command == "HEAD":
+                return
+            if len(data) >= 2 and not cut:
+                with control.lock:
+                    if control.cut < int(faults.get("cut_first", 0)):
+                        control.cut += 1
+                        cut = True
+            if cut and len(data) >= 2:
+                control.note("cut", self.command, self.path, self.headers.get("Range"))
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(data)
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 

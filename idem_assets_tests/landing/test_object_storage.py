@@ -14,6 +14,7 @@ import dataclasses
 import datetime as dt
 import gzip
 import hashlib
+import random
 from pathlib import Path
 
 import pytest
@@ -346,6 +347,27 @@ def test_an_unchanged_object_is_proven_by_its_etag_without_a_download(
     assert (again.hashed, again.reused) == (0, first.hashed)
     requests = proxy.requests()
     assert requests and all("list-type=2" in r["path"] for r in requests), requests
+
+
+def test_an_object_cut_mid_body_is_read_on_from_the_byte_it_stopped_at(
+    s3_bucket, proxy: FaultProxy
+):
+    data = random.Random(3).randbytes(6 << 20)
+    s3_bucket.put("landing/big/part-0.bin", data)
+    root = landing_root(
+        s3_bucket.uri("landing"), {"endpoint": proxy.endpoint, "allow_http": "true"}
+    )
+    listed = root.folder("big")
+    assert listed is not None
+    (item,) = listed.files
+    proxy.set(cut_first=2, log_requests=True)
+    assert hashlib.sha256(b"".join(root.chunks(item))).digest() == hashlib.sha256(data).digest()
+    gets = [r for r in proxy.requests() if r["method"] == "GET"]
+    cuts = [f for f in proxy.injected() if f["fault"] == "cut"]
+    assert len(cuts) == 2 and len(gets) == 3, proxy.injected()
+    # Each retry asks only for the bytes not yet received, on the same ETag.
+    offsets = [int(g["range"].removeprefix("bytes=").split("-")[0]) for g in gets[1:]]
+    assert gets[0].get("range") is None and 0 < offsets[0] < offsets[1] < len(data), gets
 
 
 def test_inspect_reads_a_bucket_prefix(both, s3_bucket, capsys):

@@ -107,22 +107,40 @@ def test_an_unreadable_parquet_footer_names_the_file(spark, tmp_path):
         read_landing_spark(spark, tmp_path, ORDERS, DAY, DAY + dt.timedelta(days=1))
 
 
-def test_a_bucket_landing_zone_is_read_by_the_executors_like_the_folder(
-    spark, generated, s3_bucket
-):
-    s3_bucket.upload_tree(generated, "landing")
-    options = {
-        "endpoint": s3_bucket.endpoint,
+def _options(s3_bucket, endpoint: str) -> dict[str, str]:
+    """Storage options that travel with each task: the executors read no environment."""
+    return {
+        "endpoint": endpoint,
         "allow_http": "true",
         "region": "us-east-1",
         "access_key_id": s3_bucket.credentials["AWS_ACCESS_KEY_ID"],
         "secret_access_key": s3_bucket.credentials["AWS_SECRET_ACCESS_KEY"],
     }
-    root = landing_root(s3_bucket.uri("landing"), options)
+
+
+def test_a_bucket_landing_zone_is_read_by_the_executors_like_the_folder(
+    spark, generated, s3_bucket
+):
+    s3_bucket.upload_tree(generated, "landing")
+    root = landing_root(s3_bucket.uri("landing"), _options(s3_bucket, s3_bucket.endpoint))
     batch = read_landing_spark(spark, root, EVENTS, START, END)
     assert_same_read(batch, read_days(generated, EVENTS, START, END))
     assert batch.counts()[0] > 0
     batch.unpersist()
+
+
+def test_executors_read_on_through_answers_cut_mid_body(spark, generated, s3_bucket, proxy):
+    """The executors' reads go through the fault proxy: 503s and answers cut mid-body are
+    read again (a cut file goes on from the byte it stopped at), and the rows are the
+    folder's."""
+    s3_bucket.upload_tree(generated, "landing")
+    proxy.set(seed=5, error_rate=0.1, cut_rate=0.3)
+    root = landing_root(s3_bucket.uri("landing"), _options(s3_bucket, proxy.endpoint))
+    batch = read_landing_spark(spark, root, ORDERS, START, END)
+    assert_same_read(batch, read_days(generated, ORDERS, START, END))
+    batch.unpersist()
+    cut = [f["path"] for f in proxy.injected() if f["fault"] == "cut"]
+    assert any("/landing/orders/" in p and "list-type" not in p for p in cut), cut
 
 
 def test_a_file_read_in_many_pieces_on_the_executors_equals_one_read_whole(spark, tmp_path):
