@@ -4,7 +4,12 @@ Every kind of Dagster partition maps to conditions built from validated values o
 
 - a time window of any cadence, on a date column (``[start day, end day)``; the window
   must fall on day boundaries of its zone) or a timestamp column (``[start, end)``; naive
-  timestamp columns compare wall-clock times in the partitions' zone);
+  timestamp columns compare wall-clock times in the partitions' zone), or on a text or
+  integer column that spells each partition's start in a format (``column IN (...)`` of
+  the window's partitions so spelled: exact for any format, sortable or not). The format
+  is the partitions definition's ``fmt`` (dagster-delta's rule: ``%Y-%m-%d`` for daily
+  partitions), or the output's ``partition_format`` metadata (a format, or a mapping of
+  column to format) when the column spells it otherwise;
 - static or dynamic partition keys, on a text, integer or date column (``column IN (...)``);
 - multi-partitions: one condition per dimension, from ``partition_expr`` as a mapping of
   dimension name to column. The run's keys must form the full product of its dimensions'
@@ -88,8 +93,23 @@ def _utc_days(window: dg.TimeWindow) -> Window | None:
     return None
 
 
-def time_condition(column: str, window: dg.TimeWindow, kind: pa.DataType | None) -> Condition:
-    """``[start, end)`` of a time window over ``column`` of Arrow type ``kind``."""
+def time_condition(
+    column: str,
+    window: dg.TimeWindow,
+    kind: pa.DataType | None,
+    partitions_def: dg.TimeWindowPartitionsDefinition | None = None,
+    fmt: str | None = None,
+) -> Condition:
+    """``[start, end)`` of a time window over ``column`` of Arrow type ``kind``; on a text
+    or integer column, the window's partitions of ``partitions_def`` spelled in ``fmt``
+    (default: the definition's own ``fmt``)."""
+    if kind is not None and (_is_text(kind) or pa.types.is_integer(kind)):
+        if partitions_def is None:
+            raise PartitionSliceError(
+                f"{column!r} is {kind}: time partitions on a text or integer column need "
+                "their partitions definition to spell them"
+            )
+        return spelled_partitions(column, window, kind, partitions_def, fmt)
     start, end = window.start, window.end
     midnight = (
         start.timetz().replace(tzinfo=None) == end.timetz().replace(tzinfo=None) == dt.time(0)
@@ -106,8 +126,48 @@ def time_condition(column: str, window: dg.TimeWindow, kind: pa.DataType | None)
     if pa.types.is_timestamp(kind):
         return Range(column, start, end, wall_clock=kind.tz is None)
     raise PartitionSliceError(
-        f"time partitions need a date or timestamp column; {column!r} is {kind}"
+        f"time partitions need a date, timestamp, text or integer column; {column!r} is {kind}"
     )
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    )
+
+
+def spelled_partitions(
+    column: str,
+    window: dg.TimeWindow,
+    kind: pa.DataType,
+    partitions_def: dg.TimeWindowPartitionsDefinition,
+    fmt: str | None = None,
+) -> In:
+    """``column IN (...)``: the start of each partition of ``window`` spelled in ``fmt``
+    (text), or that spelling as a number (an integer column such as 20240301)."""
+    spelling = fmt or partitions_def.fmt
+    keys = partitions_def.get_partition_keys_in_time_window(window)
+    if not keys:
+        raise PartitionSliceError(f"no partition of {column!r} in [{window.start}, {window.end})")
+    texts = [
+        key
+        if spelling == partitions_def.fmt
+        else partitions_def.start_time_for_partition_key(key).strftime(spelling)
+        for key in keys
+    ]
+    shown = f"{texts[0]!r}" if len(texts) == 1 else f"{texts[0]!r} .. {texts[-1]!r}"
+    described = f"the run's {len(texts)} partition(s) spelled {spelling!r} ({shown})"
+    if _is_text(kind):
+        return In(column, tuple(texts), described)
+    try:
+        numbers = tuple(int(text) for text in texts)
+    except ValueError:
+        raise PartitionSliceError(
+            f"{column!r} is {kind}, but partitions spelled {spelling!r} are not numbers (e.g. "
+            f"{texts[0]!r}): set the output's partition_format metadata to a format of digits "
+            "only, such as '%Y%m%d'"
+        ) from None
+    return In(column, numbers, described)
 
 
 def key_condition(column: str, keys: Sequence[str], kind: pa.DataType | None) -> Condition:
@@ -245,14 +305,60 @@ def partition_slice(
         # A mapped input before the upstream's first partition: nothing to read.
         return PartitionSlice((), tuple(columns.values()), label, empty=True)
     if isinstance(partitions_def, dg.MultiPartitionsDefinition):
-        conditions = _multi_conditions(partitions_def, keys, columns, type_of)
+        formats = partition_formats(context, columns)
+        conditions = _multi_conditions(partitions_def, keys, columns, type_of, formats)
         return PartitionSlice(conditions, tuple(columns.values()), label)
     column = columns[""]
+    formats = partition_formats(context, columns)
     if isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
-        condition = time_condition(column, context.asset_partitions_time_window, type_of(column))
+        condition = time_condition(
+            column,
+            context.asset_partitions_time_window,
+            type_of(column),
+            partitions_def,
+            formats.get(column),
+        )
         on_dates = isinstance(condition, Range) and not isinstance(condition.start, dt.datetime)
         return PartitionSlice((condition,), (column,), label, days if on_dates else Window())
     return PartitionSlice((key_condition(column, keys, type_of(column)),), (column,), label)
+
+
+def partition_formats(
+    context: dg.OutputContext | dg.InputContext, columns: Mapping[str, str]
+) -> dict[str, str]:
+    """Column -> format from the asset's ``partition_format`` metadata (an input reads its
+    upstream output's): one format for a single column, or a mapping of column to format."""
+    if isinstance(context, dg.InputContext):
+        upstream = context.upstream_output
+        metadata = (upstream.definition_metadata if upstream is not None else None) or {}
+    else:
+        metadata = context.definition_metadata or {}
+    raw = metadata.get("partition_format")
+    raw = getattr(raw, "value", raw) if isinstance(raw, dg.MetadataValue) else raw
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        targets = list(columns.values())
+        if len(targets) != 1:
+            raise PartitionSliceError(
+                "partition_format is one format, but the asset has several partition columns: "
+                "map each column to its format"
+            )
+        found = {targets[0]: raw}
+    elif isinstance(raw, Mapping):
+        found = {str(k): str(v) for k, v in raw.items()}
+    else:
+        raise PartitionSliceError(
+            f"partition_format must be a format such as '%Y%m%d' or a mapping of column to "
+            f"format, not {type(raw).__name__}"
+        )
+    for column, spelling in found.items():
+        if "%" not in spelling:
+            raise PartitionSliceError(
+                f"partition_format for {column!r} is {spelling!r}: a strftime format such as "
+                "'%Y%m%d' is expected"
+            )
+    return found
 
 
 def _multi_conditions(
@@ -260,6 +366,7 @@ def _multi_conditions(
     keys: Sequence[object],
     columns: Mapping[str, str],
     type_of: TypeOf,
+    formats: Mapping[str, str],
 ) -> tuple[Condition, ...]:
     by_dimension: dict[str, set[str]] = {d: set() for d in columns}
     for key in keys:
@@ -281,7 +388,9 @@ def _multi_conditions(
         inner = partitions_def.get_partitions_def_for_dimension(dimension)
         if isinstance(inner, dg.TimeWindowPartitionsDefinition):
             window = _contiguous(inner, values)
-            conditions.append(time_condition(column, window, type_of(column)))
+            conditions.append(
+                time_condition(column, window, type_of(column), inner, formats.get(column))
+            )
         else:
             conditions.append(key_condition(column, values, type_of(column)))
     return tuple(conditions)

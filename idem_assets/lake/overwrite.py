@@ -61,7 +61,16 @@ def check_within(table: pa.Table, conditions: Sequence[Condition]) -> None:
             expected = f"= {condition.value!r}"
         elif isinstance(condition, In):
             inside = pc.is_in(values, value_set=pa.array(list(condition.values), values.type))
-            expected = f"in {list(condition.values)!r}"
+            expected = (
+                f"one of {condition.described}"
+                if condition.described
+                else f"in {list(condition.values)[:20]!r}"
+                + (
+                    f" (and {len(condition.values) - 20} more)"
+                    if len(condition.values) > 20
+                    else ""
+                )
+            )
         else:
             upper = pc.less_equal if condition.inclusive else pc.less
             start, end = condition.bounds(values.type)

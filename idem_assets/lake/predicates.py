@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from idem_assets._lazy import lazy_module
@@ -172,6 +172,9 @@ class In:
 
     column: str
     values: tuple[str | int | dt.date, ...]
+    # For people: what the values are (e.g. days spelled in a format), when a list of them
+    # would say less; never part of the predicate.
+    described: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         quote_identifier(self.column)
