@@ -110,10 +110,14 @@ demo: install dagster-home sample-data tpch-data
 	$(PY) -m idem_assets.demo --days $(SAMPLE_DAYS)
 
 ## Create/install everything and run the whole test suite, on two workers (a test file
-## each; TEST_WORKERS=0 runs it in one process).
+## each; TEST_WORKERS=0 runs it in one process), then print what each suite cost.
 TEST_WORKERS ?= 2
+TEST_REPORT := $(CURDIR)/test-artifacts/junit.xml
 test: install browser
-	$(VENV)/bin/pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+	@mkdir -p $(dir $(TEST_REPORT))
+	@$(VENV)/bin/pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) \
+		--junitxml=$(TEST_REPORT) $(PYTEST_ARGS); tests=$$?; \
+	$(PY) -m idem_assets_tests.durations $(TEST_REPORT) || true; exit $$tests
 
 ## Crash, concurrency, bad-input and security suites, then their report table
 ## (rows in test-artifacts/reliability/make-results.jsonl; see docs/reliability.md).

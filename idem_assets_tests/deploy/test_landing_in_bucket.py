@@ -243,7 +243,7 @@ def test_a_flaky_endpoint_in_front_of_the_landing_zone_never_loads_a_partial_day
 ):
     _, clean, flaky = _folder_and_bucket(tmp_path, s3_bucket, proxy)
     assert clean.run_days(DAYS[0], DAYS[-1]).success
-    proxy.set(seed=21, error_rate=0.15, drop_rate=0.05, delay_ms=20)
+    proxy.set(seed=21, error_rate=0.15, drop_rate=0.05, cut_rate=0.03, delay_ms=20)
     outcomes = []
     for _ in range(3):  # the object store's own retries ride through, or the run fails whole
         result = flaky.run_days(DAYS[0], DAYS[-1])
