@@ -197,10 +197,12 @@ class CheckpointResource(dg.ConfigurableResource):
         return open_store(self.resolved_url, clock=self.clock())
 
     def clock(self) -> Clock | None:
-        """The clock leases are judged by; None: the database's own (the default).
+        """The clock leases and backoffs are judged by; None: the database's own (the default).
 
-        A subclass may return another function of epoch seconds: tests move time with
-        one instead of sleeping until a lease runs out.
+        Each store ``open`` returns runs on it, for the runs that set leases and backoffs
+        and for ``notification_retry_sensor`` deciding which are over. A subclass may return
+        another function of epoch seconds: tests move time with one instead of sleeping
+        until a lease or a backoff runs out.
         """
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Any
 
 import dagster as dg
 
+from idem_assets.checkpoint.leases import Clock
 from idem_assets.definitions import build_definitions
 from idem_assets.defs.automation.jobs import catalog_job, daily_lake_job
 from idem_assets.lake import Fingerprint, fingerprint, read_rows
@@ -18,6 +20,7 @@ from idem_assets.lib.resources import default_resources
 from idem_assets.resources import CheckpointResource, LakeResource, NotificationResource
 from idem_assets.sample.generator import generate
 from idem_assets.sources import LandingSource
+from idem_assets_tests.checkpoint.clock import SteppedClock, ahead_of_store
 
 DAILY_TABLES = ("orders", "customers", "events", "daily_sales")
 ALL_TABLES = (*DAILY_TABLES, "product_catalog")
@@ -117,6 +120,48 @@ def new_project(root: Path, days: int = 4, seed: int = 7, clean: bool = False) -
     return Project(
         root=root, lake=lake, checkpoint=checkpoint, instance=dg.DagsterInstance.ephemeral()
     )
+
+
+# Stepped clocks by name: Dagster builds resources again from their config, so a resource
+# finds its clock by a name it carries as config.
+_CLOCKS: dict[str, SteppedClock] = {}
+
+
+class SteppedCheckpoint(CheckpointResource):
+    """A ``CheckpointResource`` whose leases and backoffs run on a registered ``SteppedClock``."""
+
+    clock_name: str
+
+    def clock(self) -> SteppedClock:  # type: ignore[override]
+        """The stepped clock registered under ``clock_name``."""
+        return _CLOCKS[self.clock_name]
+
+
+def stepped_checkpoint(url: str) -> tuple[SteppedCheckpoint, SteppedClock]:
+    """A checkpoint resource at ``url`` on a new stepped clock, and the clock."""
+    clock = SteppedClock()
+    name = f"clock-{len(_CLOCKS)}"
+    _CLOCKS[name] = clock
+    return SteppedCheckpoint(url=url, clock_name=name), clock
+
+
+class AheadCheckpoint(CheckpointResource):
+    """A ``CheckpointResource`` on the database's clock moved ``clock_ahead`` seconds ahead:
+    a rerun in its own process takes a dead run's records at once (``lease_lead`` says how
+    far ahead) instead of waiting its leases out."""
+
+    clock_ahead: float
+
+    def clock(self) -> Clock:
+        """The database's clock, ``clock_ahead`` seconds ahead."""
+        return ahead_of_store(self.resolved_url, self.clock_ahead)
+
+
+def on_a_stepped_clock(project: Project) -> tuple[Project, SteppedClock]:
+    """The project with its checkpoint store on a new stepped clock (runs, sensors and the
+    test share it), and the clock."""
+    checkpoint, clock = stepped_checkpoint(project.checkpoint.resolved_url)
+    return dataclasses.replace(project, checkpoint=checkpoint), clock
 
 
 def declared_definitions(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from idem_assets.notify.api import NotificationHTTPServer
@@ -17,7 +19,11 @@ DEFAULT_IN_FLIGHT_TIMEOUT_SECONDS = 30.0
 
 
 class NotificationServer:
-    """The service on real HTTP, served from a background thread (port 0 picks a free port)."""
+    """The service on real HTTP, served from a background thread (port 0 picks a free port).
+
+    ``clock`` (epoch seconds, ``time.time`` by default) is the store's: it judges when an
+    in-flight key counts as abandoned.
+    """
 
     def __init__(
         self,
@@ -27,8 +33,9 @@ class NotificationServer:
         port: int = 0,
         faults: Faults | None = None,
         in_flight_timeout_seconds: float = DEFAULT_IN_FLIGHT_TIMEOUT_SECONDS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        store = IdempotencyStore(db_path, in_flight_timeout_seconds)
+        store = IdempotencyStore(db_path, in_flight_timeout_seconds, clock)
         self.service = NotificationService(store, token, faults)
         self._address = (host, port)
         self._httpd: NotificationHTTPServer | None = None

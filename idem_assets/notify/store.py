@@ -6,7 +6,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -75,16 +75,24 @@ class IdempotencyStore:
 
     Each operation opens its own connection, so request threads never share one, and takes
     the write lock up front (BEGIN IMMEDIATE) so check-then-write is one atomic step even
-    when several server processes share the file.
+    when several server processes share the file. ``clock`` (epoch seconds, ``time.time``
+    by default) stamps claims and deliveries and judges the in-flight timeout; tests pass
+    one they move instead of waiting a timeout out.
     """
 
-    def __init__(self, db_path: str | Path, in_flight_timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        db_path: str | Path,
+        in_flight_timeout_seconds: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if in_flight_timeout_seconds <= 0:
             raise ValueError(
                 f"in_flight_timeout_seconds must be > 0, got {in_flight_timeout_seconds}"
             )
         self.db_path = Path(db_path)
         self.in_flight_timeout_seconds = in_flight_timeout_seconds
+        self.clock = clock
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         with closing(self._connect()) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -127,7 +135,7 @@ class IdempotencyStore:
 
     def claim(self, key: str, payload_hash: str, now: float | None = None) -> ClaimOutcome:
         """Mark ``key`` in flight for this request, or say why the store answers instead."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         claim_id = uuid.uuid4().hex
         with self._write() as conn:
             self._bump(conn, "requests")
@@ -169,7 +177,7 @@ class IdempotencyStore:
 
         Returns None without delivering when the claim was lost to a takeover.
         """
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         with self._write() as conn:
             row = conn.execute(
                 "SELECT 1 FROM idempotency_keys "

@@ -1,9 +1,15 @@
-"""A test clock for the checkpoint store."""
+"""Clocks a test drives for the checkpoint store, so no test waits a lease or backoff out.
+
+Dagster-free: worker processes import it without paying for Dagster. The resource on a
+stepped clock is ``idem_assets_tests.harness.SteppedCheckpoint``.
+"""
 
 from __future__ import annotations
 
-from idem_assets.checkpoint import open_store
-from idem_assets.resources import CheckpointResource
+import time
+
+from idem_assets.checkpoint import CheckpointStore, open_store
+from idem_assets.checkpoint.leases import Clock
 
 
 class SteppedClock:
@@ -31,24 +37,39 @@ def stepped_from(url: str) -> SteppedClock:
         return SteppedClock(store.now())
 
 
-# Stepped clocks by name: Dagster builds resources again from their config, so a resource
-# finds its clock by a name it carries as config.
-_CLOCKS: dict[str, SteppedClock] = {}
+def stepped_past_leases(url: str) -> SteppedClock:
+    """A stepped clock past every lease still held (see ``lease_lead``): every lease a killed
+    holder left is over on it."""
+    with open_store(url) as store:
+        return SteppedClock(_past_leases(store))
 
 
-class SteppedCheckpoint(CheckpointResource):
-    """A ``CheckpointResource`` whose leases run on a registered ``SteppedClock``."""
+def lease_lead(url: str) -> float:
+    """How far ahead of the store's clock a clock must run for every lease held now to be
+    over, and to run behind no clock that wrote a record (0.0 when the store's own will do):
+    a process on that clock (``ahead_of_store``) takes a dead holder's records at once
+    instead of waiting its leases out."""
+    with open_store(url) as store:
+        return _past_leases(store) - store.now()
 
-    clock_name: str
 
-    def clock(self) -> SteppedClock:  # type: ignore[override]
-        """The stepped clock registered under ``clock_name``."""
-        return _CLOCKS[self.clock_name]
+def ahead_of_store(url: str, seconds: float) -> Clock:
+    """The store's clock (the database's) moved ``seconds`` ahead: read once, then run on
+    with this process's monotonic clock, as the store's own clock does."""
+    with open_store(url) as store:
+        start, at = store.now(), time.monotonic()
+    return lambda: start + seconds + (time.monotonic() - at)
 
 
-def stepped_checkpoint(url: str) -> tuple[SteppedCheckpoint, SteppedClock]:
-    """A checkpoint resource at ``url`` on a new stepped clock, and the clock."""
-    clock = SteppedClock()
-    name = f"clock-{len(_CLOCKS)}"
-    _CLOCKS[name] = clock
-    return SteppedCheckpoint(url=url, clock_name=name), clock
+def _past_leases(store: CheckpointStore) -> float:
+    # No earlier than the store's time, the end of any lease still held, or any time a
+    # record was written at: a process whose clock ran ahead wrote it, and its failed and
+    # released records are due from then on.
+    trackers = store.list()
+    return max(
+        [
+            store.now(),
+            *(tracker.updated_at for tracker in trackers),
+            *(tracker.lease_expires_at for tracker in trackers if tracker.lease_expires_at),
+        ]
+    )

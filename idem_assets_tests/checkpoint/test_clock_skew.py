@@ -59,14 +59,15 @@ def test_a_worker_whose_clock_runs_ahead_does_not_steal_a_live_lease(store_url: 
 def test_a_lease_taken_by_a_worker_whose_clock_runs_behind_expires_on_time(store_url: str):
     with open_store(store_url) as store:
         store.register(SCOPE, [("r", None)])
-    assert _skewed_claim(store_url, -HOUR, 5)["claimed"] == ["r"]
+    # A lease far longer than any pause of a loaded machine: live for the rival below.
+    assert _skewed_claim(store_url, -HOUR, 60)["claimed"] == ["r"]
     with open_store(store_url) as rival:
         # Live for everyone: not an hour in the past.
         assert rival.claim(SCOPE, "rival", lease_seconds=60) == []
-    # 5.5 seconds later on the database's clock (the rival's own clock is right; only the
+    # 60.5 seconds later on the database's clock (the rival's own clock is right; only the
     # worker that took the lease was skewed): a stepped clock started at the store's time.
     later = stepped_from(store_url)
-    later.advance(5.5)
+    later.advance(60.5)
     with open_store(store_url, clock=later) as rival:
         # Expired for everyone: not an hour in the future.
         [taken] = rival.claim(SCOPE, "rival", lease_seconds=60)

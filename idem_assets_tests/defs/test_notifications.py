@@ -1,16 +1,14 @@
 """The notifications asset: exactly once per record, dead letters visible and re-drivable."""
 
-import time
-
 import dagster as dg
 import pytest
 
-from idem_assets.checkpoint import Status, open_store
+from idem_assets.checkpoint import Status
 from idem_assets.defs.notifications.assets import NOTIFY_STATUSES, scope_of
 from idem_assets.defs.notifications.sensors import notification_retry_sensor
 from idem_assets.notify import Faults, NotificationClient, NotificationServer
 from idem_assets.resources import NotificationResource
-from idem_assets_tests.harness import START, check_results
+from idem_assets_tests.harness import START, check_results, on_a_stepped_clock
 
 KEY = START.isoformat()
 
@@ -84,20 +82,25 @@ def test_rejected_sends_become_dead_letters_then_redrive_delivers_them(project, 
 
 
 def test_retry_sensor_requests_partitions_whose_backoff_is_over(project, server):
-    _wire(project, server)
+    # Runs, the sensor and the test share one clock: the backoff ends when the test says.
+    project, clock = on_a_stepped_clock(_wire(project, server))
     assert project.run_days(KEY).success
     server.set_faults(Faults(error_rate=1.0))
-    config = {"ops": {"notifications": {"config": {"retry_in_seconds": 1.0}}}}
+    config = {"ops": {"notifications": {"config": {"retry_in_seconds": 60.0}}}}
     assert project.run_job("notifications_job", KEY, run_config=config).success
-    with open_store(project.checkpoint.resolved_url) as store:
-        assert store.counts(scope_of(START))[Status.FAILED.value] > 0
+    with project.checkpoint.open() as store:
+        failed = store.counts(scope_of(START))[Status.FAILED.value]
+    assert failed == _notable(project) > 0
+    due_at = clock.now + 60.0  # the clock has not moved since the sends failed
     context = dg.build_sensor_context(
         instance=project.instance, resources={"checkpoint": project.checkpoint}
     )
+    clock.advance(59.0)
     assert notification_retry_sensor(context).run_requests == []  # still backing off
-    time.sleep(1.1)
+    clock.advance(1.0)
     requests = notification_retry_sensor(context).run_requests
     assert [r.partition_key for r in requests] == [KEY]
+    assert requests[0].run_key == f"retry:{scope_of(START)}:{int(due_at)}"
     server.set_faults(Faults())
     retried = project.run_job("notifications_job", KEY)
     assert _md(retried)["delivered"] == _notable(project)

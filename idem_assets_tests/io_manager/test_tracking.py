@@ -1,7 +1,5 @@
 """Lake writes are checkpoint records: settled after the commit, reconciled after a crash."""
 
-import dataclasses
-
 from deltalake import write_deltalake
 
 from idem_assets.checkpoint import Status, open_store
@@ -10,8 +8,12 @@ from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.tables import commit_properties
 from idem_assets.landing.reader import read_days
 from idem_assets.sample.sources import ORDERS
-from idem_assets_tests.checkpoint.clock import stepped_checkpoint
-from idem_assets_tests.harness import START, check_results, materialization_metadata
+from idem_assets_tests.harness import (
+    START,
+    check_results,
+    materialization_metadata,
+    on_a_stepped_clock,
+)
 
 KEY = START.isoformat()
 WINDOW = f"{START}..{START.replace(day=2)}"
@@ -54,14 +56,9 @@ def test_changed_slice_is_not_trusted_from_the_checkpoint(project):
     assert all(check_results(again).values())
 
 
-def _on_a_stepped_clock(project):
-    checkpoint, clock = stepped_checkpoint(project.checkpoint.resolved_url)
-    return dataclasses.replace(project, checkpoint=checkpoint), clock
-
-
 def test_crash_after_commit_is_reconciled_not_reapplied(project):
     """A run that committed but died before settling its record leaves it in_progress."""
-    project, clock = _on_a_stepped_clock(project)
+    project, clock = on_a_stepped_clock(project)
     assert project.run_days(KEY).success
     target = LakeTable(project.lake.table("orders").uri)
     version_before = target.open().version()
@@ -94,7 +91,7 @@ def test_crash_after_commit_is_reconciled_not_reapplied(project):
 
 
 def test_crash_before_commit_is_marked_ignored(project):
-    project, clock = _on_a_stepped_clock(project)
+    project, clock = on_a_stepped_clock(project)
     assert project.run_days(KEY).success
     with project.checkpoint.open() as store:
         LakeWriteLog(store, "orders", WINDOW, "died-early", lease_seconds=1).begin({})

@@ -187,10 +187,15 @@ def test_hash_cache_sees_a_rewrite_that_keeps_size_and_mtime(tmp_path):
     cache = HashCache(settle_seconds=0)
     before = _signature_with(tmp_path, cache)
     stat = path.stat()
-    time.sleep(0.05)  # past the clock tick of the first write (what settle_seconds guards)
     # Same length, same mtime: only the content (and the ctime, which cannot be set) moves.
     path.write_text(orders_csv(ROW.replace("paid", "sent")))
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    # Within one tick of the file system's clock the ctime stays put (what settle_seconds
+    # guards): set the times again until the ctime has moved.
+    deadline = time.monotonic() + 30
+    while path.stat().st_ctime_ns == stat.st_ctime_ns:
+        assert time.monotonic() < deadline, "the file's ctime never moved"
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
     again = HashCache(cache.kept(), settle_seconds=0)
     after = _signature_with(tmp_path, again)

@@ -9,12 +9,12 @@ waiting the lease out. Prints one JSON report line at the end.
 import json
 import os
 import sys
-import time
-from collections.abc import Callable
 
 from idem_assets.checkpoint import open_store
+from idem_assets.checkpoint.leases import Clock
 from idem_assets.notify import NotificationClient, idempotency_key
 from idem_assets.notify.outbox import OutboxRecord, drain, register
+from idem_assets_tests.checkpoint.clock import ahead_of_store
 
 
 def records(n: int) -> list[OutboxRecord]:
@@ -24,14 +24,10 @@ def records(n: int) -> list[OutboxRecord]:
     ]
 
 
-def store_clock(url: str) -> Callable[[], float] | None:
+def store_clock(url: str) -> Clock | None:
     """The database's clock moved CLOCK_AHEAD seconds ahead; None (the store's own) without."""
     ahead = float(os.environ.get("CLOCK_AHEAD", "0"))
-    if not ahead:
-        return None
-    with open_store(url) as store:
-        start, at = store.now(), time.monotonic()
-    return lambda: start + ahead + (time.monotonic() - at)
+    return ahead_of_store(url, ahead) if ahead else None
 
 
 def main() -> None:

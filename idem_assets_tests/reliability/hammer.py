@@ -1,11 +1,14 @@
 """A process that changes checkpoint trackers as fast as it can, to be SIGKILLed mid-write.
 
-``python -m idem_assets_tests.reliability.hammer STORE_URL SCOPE BATCHES`` registers
-batches of ``BATCH_SIZE`` records and drives them through the state machine in a tight
-loop, following a fixed protocol the parent can check after every kill:
+``python -m idem_assets_tests.reliability.hammer STORE_URL SCOPE BATCHES CLOCK_AHEAD``
+registers batches of ``BATCH_SIZE`` records and drives them through the state machine in a
+tight loop, following a fixed protocol the parent can check after every kill:
 
-- a claim takes up to ``CLAIM_LIMIT`` due records (lease ``LEASE_SECONDS``, so a dead
-  life's records come back quickly); a new batch is registered whenever fewer came back;
+- its store's clock runs ``CLOCK_AHEAD`` seconds ahead of the database's: the parent sets
+  it past every lease a dead life left (and behind no earlier life's clock), so those
+  records are due at once and nothing is ever waited out;
+- a claim takes up to ``CLAIM_LIMIT`` due records (lease ``LEASE_SECONDS``); a new batch
+  is registered whenever fewer came back;
 - records ``i % 5 == 0`` fail their first attempt (retry at once), records ``i % 7 == 0``
   are released once on their first attempt, every other claim succeeds with a result
   naming the claim's token and attempt.
@@ -20,10 +23,11 @@ import sys
 import time
 
 from idem_assets.checkpoint import CheckpointStore, Claim, open_store
+from idem_assets_tests.checkpoint.clock import ahead_of_store
 
 BATCH_SIZE = 20
 CLAIM_LIMIT = 7
-LEASE_SECONDS = 0.3
+LEASE_SECONDS = 30.0  # never waited out: each life's clock starts past the last one's
 REPORT_EVERY = 50
 PLANNED_ERROR = "planned first-attempt failure"
 
@@ -50,11 +54,11 @@ def settle(store: CheckpointStore, claim: Claim, released: set[str]) -> None:
         store.succeed(claim, {"token": claim.lease_token, "attempts": claim.attempts})
 
 
-def main(url: str, scope: str, batches: int) -> None:
+def main(url: str, scope: str, batches: int, clock_ahead: float) -> None:
     """Hammer the store until killed (or until every batch is settled)."""
     ops, busy, started = 0, 0.0, time.perf_counter()
     released: set[str] = set()
-    with open_store(url) as store:
+    with open_store(url, clock=ahead_of_store(url, clock_ahead)) as store:
         registered = {t.record_id.split("-")[0] for t in store.list(scope)}
         print("ready", flush=True)
         next_batch = len(registered)
@@ -73,8 +77,8 @@ def main(url: str, scope: str, batches: int) -> None:
             if ops // REPORT_EVERY != before // REPORT_EVERY:
                 print(f"ops {ops} busy {busy / (time.perf_counter() - started):.3f}", flush=True)
             if not claims and next_batch >= batches:
-                time.sleep(LEASE_SECONDS / 3)  # only a dead life's leases are left to expire
+                return  # nothing is due or held: every batch is settled
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))

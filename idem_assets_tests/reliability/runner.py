@@ -13,7 +13,8 @@ written as JSON to ``result``. With ``"instance": "home"`` the runs use the inst
 (``master``, ``conf``) configures the Spark engine's session; ``storage_options`` and
 ``s3_from_env`` the lake resource's object-store settings (for a landing zone or lake in a
 bucket); no ``job``: the implicit job of ``assets`` (``without_checks``: those assets
-alone, none of their checks).
+alone, none of their checks). With ``clock_ahead`` (seconds) the checkpoint store's clock
+runs that far ahead of the database's: a rerun past a dead run's leases, not waiting.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ from idem_assets.resources import (
     NotificationResource,
     SparkResource,
 )
-from idem_assets_tests.harness import check_results, materialization_metadata, warnings
+from idem_assets_tests.harness import (
+    AheadCheckpoint,
+    check_results,
+    materialization_metadata,
+    warnings,
+)
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
@@ -64,7 +70,11 @@ def definitions(spec: dict[str, Any]) -> dg.Definitions:
         s3=s3,
         storage_options=spec.get("storage_options", {}),
     )
-    checkpoint = CheckpointResource(url=spec["state_url"])
+    checkpoint = (
+        AheadCheckpoint(url=spec["state_url"], clock_ahead=spec["clock_ahead"])
+        if "clock_ahead" in spec
+        else CheckpointResource(url=spec["state_url"])
+    )
     notifier = NotificationResource(
         base_url=spec.get("notify_url", "http://127.0.0.1:9"),
         token=dg.EnvVar(NOTIFY_TOKEN_ENV),

@@ -5,8 +5,9 @@ replays a soak exactly (the same seed gives the same operations and faults). Ove
 of generated landing files it draws operations: a day's run, a single-run range, two runs
 racing on overlapping days, a run SIGKILLed at a random moment, a late file or a
 re-delivered file landing, a notification run against a service injecting faults, and a
-compaction running beside a run. Every ``quiet_every`` operations (and at the end) it lets
-leases expire, runs every day once more and notifies every day, then compares the lake
+compaction running beside a run. Every ``quiet_every`` operations (and at the end) it moves
+the store's clock past every lease held (the runs' clock, ``clock_ahead``: no lease is
+waited out), runs every day once more and notifies every day, then compares the lake
 with a clean rebuild from the same landing files (fingerprints, duplicate, lost and extra
 keys per table) and the service's deliveries with the keys the clean orders call for
 (each delivered exactly once). It prints the seed, the operations, the faults and one
@@ -33,6 +34,7 @@ from idem_assets.lake import read_rows
 from idem_assets.lake.maintenance import compact
 from idem_assets.notify import Faults, NotificationClient, NotificationServer
 from idem_assets.sample.generator import generate, write_late_orders
+from idem_assets_tests.checkpoint.clock import lease_lead
 from idem_assets_tests.harness import START, Project
 from idem_assets_tests.reliability.world import (
     Child,
@@ -41,7 +43,6 @@ from idem_assets_tests.reliability.world import (
     project_at,
     spawn_runs,
     trackers,
-    wait_for_leases,
 )
 
 DAYS = 10
@@ -155,6 +156,9 @@ class Soak:
         self.project = project_at(root / "soak", self.landing)
         self.work = root / "work"
         self.redeliveries = 0
+        # How far every run's store clock is ahead of the database's; only ever moved
+        # forward, at quiet points, so no run's clock is behind an earlier one's.
+        self.clock_ahead = 0.0
 
     # -- operations -------------------------------------------------------------------
 
@@ -169,6 +173,7 @@ class Soak:
             token=TOKEN,
             notify_url=self.server.url,
             write_lease_seconds=WRITE_LEASE_SECONDS,
+            clock_ahead=self.clock_ahead,
             **spec,
         )
 
@@ -279,8 +284,7 @@ class Soak:
 
     def quiet_point(self, after: int) -> QuietPoint:
         """Converge (every day once, every day notified) and compare with a clean rebuild."""
-        url = self.project.checkpoint.resolved_url
-        wait_for_leases(url)
+        self._past_leases()
         all_days = [_day(i) for i in range(DAYS)]
         converge = self._spawn([[all_days[0], all_days[-1]]]).wait()
         assert converge.runs and converge.runs[0]["success"], converge.tail()
@@ -289,7 +293,7 @@ class Soak:
             assert len(notified.runs) == DAYS, notified.tail()
             if self._notifications_settled():
                 break
-            wait_for_leases(url)
+            self._past_leases()
 
         clean_root = self.root / f"clean-{after}"
         clean = project_at(clean_root, self.landing)
@@ -312,6 +316,11 @@ class Soak:
         self.report.quiet_points.append(point)
         shutil.rmtree(clean_root, ignore_errors=True)
         return point
+
+    def _past_leases(self) -> None:
+        """Move the runs' clock past every lease held now (a killed run's), never back."""
+        url = self.project.checkpoint.resolved_url
+        self.clock_ahead = max(self.clock_ahead, lease_lead(url))
 
     def _notifications_settled(self) -> bool:
         url = self.project.checkpoint.resolved_url

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from idem_assets.checkpoint import Status, open_store
-from idem_assets_tests.checkpoint.clock import stepped_from
-from idem_assets_tests.reliability.hammer import BATCH_SIZE, LEASE_SECONDS, PLANNED_ERROR, settle
+from idem_assets_tests.checkpoint.clock import lease_lead, stepped_past_leases
+from idem_assets_tests.reliability.hammer import BATCH_SIZE, PLANNED_ERROR, settle
 from idem_assets_tests.reliability.world import PROJECT_ROOT, record_row
 
 pytestmark = pytest.mark.slow
@@ -73,9 +73,8 @@ def violations(db: Path) -> tuple[list[str], Counter[str]]:
 def finish(url: str) -> None:
     """Settle every record left by the last life, following the hammer's protocol."""
     released: set[str] = set()
-    clock = stepped_from(url)
-    with open_store(url, clock=clock) as store:
-        clock.advance(LEASE_SECONDS + 0.05)  # the last life's leases run out
+    # On a clock where the last life's leases have run out.
+    with open_store(url, clock=stepped_past_leases(url)) as store:
         while claims := store.claim(SCOPE, "finisher", lease_seconds=30):
             for claim in claims:
                 settle(store, claim, released)
@@ -95,6 +94,7 @@ def test_sigkilled_store_writer_leaves_a_readable_consistent_store(tmp_path):
                 url,
                 SCOPE,
                 str(BATCHES),
+                str(lease_lead(url)),  # the last life's records are due for this one
             ],
             cwd=PROJECT_ROOT,
             stdout=subprocess.PIPE,

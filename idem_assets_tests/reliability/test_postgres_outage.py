@@ -22,6 +22,7 @@ from idem_assets.checkpoint import Status, open_store
 from idem_assets.defs.notifications.assets import notification_records, scope_of
 from idem_assets.lake import read_rows
 from idem_assets.notify import Faults, NotificationClient, NotificationServer
+from idem_assets_tests.checkpoint.clock import lease_lead
 from idem_assets_tests.fixtures.postgres import running_postgres, start_server, stop_server
 from idem_assets_tests.reliability.world import (
     compare_lakes,
@@ -30,7 +31,6 @@ from idem_assets_tests.reliability.world import (
     run_child,
     spawn_runs,
     trackers,
-    wait_for_leases,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -84,7 +84,7 @@ def test_the_checkpoint_server_going_away_mid_run_loses_and_repeats_nothing(land
         delivered_in_outage = client.stats()["deliveries"]
         assert 4 <= delivered_in_outage < len(expected)
 
-        wait_for_leases(url)
+        # The rerun's clock starts past the failed run's leases: nothing is waited out.
         rerun = run_child(
             project,
             tmp_path / "work",
@@ -93,6 +93,7 @@ def test_the_checkpoint_server_going_away_mid_run_loses_and_repeats_nothing(land
             token=TOKEN,
             notify_url=service.url,
             run_config=CONFIG,
+            clock_ahead=lease_lead(url),
         )
         assert rerun.runs and rerun.runs[0]["success"], rerun.tail()
 
@@ -159,7 +160,6 @@ def test_the_server_under_the_dagster_instance_and_the_store_going_away_mid_back
         start_server(server)
         outage = child.wait()
 
-        wait_for_leases(url)
         rerun = run_child(
             project,
             tmp_path / "work",
@@ -167,6 +167,7 @@ def test_the_server_under_the_dagster_instance_and_the_store_going_away_mid_back
             [days],
             instance="home",
             write_lease_seconds=2.0,
+            clock_ahead=lease_lead(url),
         )
         assert rerun.runs and rerun.runs[0]["success"], rerun.tail()
         with open_store(url) as store:

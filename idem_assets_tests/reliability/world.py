@@ -214,22 +214,6 @@ def unsettled_lake_records(url: str) -> list[Tracker]:
         return [t for t in store.list(statuses=[Status.IN_PROGRESS]) if t.scope.startswith("lake/")]
 
 
-def wait_for_leases(url: str, timeout: float = 60.0) -> None:
-    """Sleep until every in-progress lease of the store has expired."""
-    deadline = time.monotonic() + timeout
-    with open_store(url) as store:
-        while time.monotonic() < deadline:
-            held = [
-                t.lease_expires_at
-                for t in store.list(statuses=[Status.IN_PROGRESS])
-                if t.lease_expires_at is not None
-            ]
-            if not held or max(held) < store.now():
-                return
-            time.sleep(min(0.2, max(0.01, max(held) - store.now() + 0.01)))
-    raise AssertionError(f"leases still held after {timeout} s")
-
-
 def results_file() -> Path:
     """Where this session's report rows go."""
     return Path(os.environ.get(RESULTS_ENV) or REPORT_DIR / _SESSION_FILE)

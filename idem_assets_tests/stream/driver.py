@@ -4,8 +4,9 @@
 lake, store url), the settings, an `events` file where every step the ingester passes is
 appended as a JSON line, and optionally `kill`: {"step", "seq", "index"?}. At that step the
 process SIGKILLs itself: the kill comes from this test-only observer, not from any hook in
-the library. With `drain`, it waits for `go_file` (if given), then runs until nothing is
-left, waiting out other ingesters' leases and pausing `pause_seconds` after each run.
+the library. With `drain`, it touches `ready_file` (if given) once its store is open, waits
+for `go_file` (if given), then runs until nothing is left, waiting while another live
+ingester holds a batch and pausing `pause_seconds` after each run.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def main(spec: dict[str, Any]) -> None:
         if not spec.get("drain"):
             ingester.run()
             return
+        if spec.get("ready_file"):
+            Path(spec["ready_file"]).touch()
         go = spec.get("go_file")
         while go and not Path(go).exists():
             time.sleep(0.005)

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from idem_assets.checkpoint import Status
+from idem_assets.checkpoint import Status, open_store
 from idem_assets.stream import RunReport, StreamIngester
+from idem_assets_tests.checkpoint.clock import stepped_past_leases
 from idem_assets_tests.stream.driver import read_events, spawn
 from idem_assets_tests.stream.world import StreamWorld, expected_keys, expected_quarantine
 
@@ -42,16 +43,16 @@ def driver_spec(world: StreamWorld, events: Path, owner: str, **extra: Any) -> d
     }
 
 
-def drain(ingester: StreamIngester, seconds: float = 30) -> list[RunReport]:
-    """Run until the stream is drained, waiting out a dead holder's lease."""
+def drain(ingester: StreamIngester, runs: int = 10) -> list[RunReport]:
+    """Run until the stream is drained; no batch may be busy (the ingester's store clock is
+    past every lease a dead holder left)."""
     reports: list[RunReport] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    for _ in range(runs):
         reports.append(ingester.run())
         if reports[-1].stopped == "drained":
             return reports
-        time.sleep(0.05)
-    raise AssertionError(f"stream did not drain: {reports[-1]}")
+        assert reports[-1].stopped != "busy", reports[-1]
+    raise AssertionError(f"stream did not drain in {runs} runs: {reports[-1]}")
 
 
 def reference_fingerprints(world: StreamWorld, tmp_path: Path) -> dict[int, tuple[str, str]]:
@@ -86,7 +87,8 @@ def test_sigkill_then_restart_ingests_every_event_exactly_once(
     quarantine_before = len(world.quarantined())
     assert quarantine_before == (1 if point == "after_quarantine_before_checkpoint" else 0)
 
-    with world.store() as store:
+    # The restart's clock starts where the dead child's lease ran out: no waiting it out.
+    with open_store(world.url, clock=stepped_past_leases(world.url)) as store:
         reports = drain(world.ingester(store, max_files_per_batch=MAX_FILES, lease_seconds=30))
     outcomes = {o.seq: o for r in reports for o in r.outcomes}
     assert sorted(outcomes) == [1, 2, 3]
@@ -126,6 +128,7 @@ def test_two_ingester_processes_share_a_stream_without_duplicates(
     files = world.append(stream_files, EVENTS, defects=True)
     go = tmp_path / "go"
     logs = [tmp_path / f"events-{n}.jsonl" for n in range(2)]
+    ready = [tmp_path / f"ready-{n}" for n in range(2)]
     children = [
         spawn(
             driver_spec(
@@ -133,6 +136,7 @@ def test_two_ingester_processes_share_a_stream_without_duplicates(
                 log,
                 f"ingester-{n}",
                 drain=True,
+                ready_file=str(flag),
                 go_file=str(go),
                 max_batches=1,
                 lease_seconds=10,
@@ -140,9 +144,13 @@ def test_two_ingester_processes_share_a_stream_without_duplicates(
                 pause_seconds=0.1,
             )
         )
-        for n, log in enumerate(logs)
+        for n, (log, flag) in enumerate(zip(logs, ready, strict=True))
     ]
-    time.sleep(1.0)  # both have imported and opened the store by now
+    deadline = time.monotonic() + 120
+    while not all(flag.exists() for flag in ready):  # both have opened the store
+        assert time.monotonic() < deadline, "the ingesters never got ready"
+        assert all(child.poll() is None for child in children), "an ingester died starting"
+        time.sleep(0.01)
     go.touch()
     assert [child.wait(timeout=120) for child in children] == [0, 0]
 

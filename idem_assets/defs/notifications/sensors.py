@@ -30,7 +30,11 @@ notifications_redrive_job = dg.define_asset_job(
 def notification_retry_sensor(
     context: dg.SensorEvaluationContext, checkpoint: CheckpointResource
 ) -> dg.SensorResult:
-    """One run per partition whose retries are due, keyed by the due time."""
+    """One run per partition whose retries are due, keyed by the due time.
+
+    Due is judged on the store's clock, ``checkpoint.clock()`` (the database's unless the
+    resource gives another), the clock the runs set their backoffs and leases by.
+    """
     assert notifications.partitions_def is not None
     valid = set(notifications.partitions_def.get_partition_keys())
     requests = []
