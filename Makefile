@@ -110,12 +110,13 @@ demo: install dagster-home sample-data tpch-data
 	$(PY) -m idem_assets.demo --days $(SAMPLE_DAYS)
 
 ## Create/install everything and run the whole test suite, on two workers (a test file
-## each; TEST_WORKERS=0 runs it in one process), then print what each suite cost.
+## each, the longest files first: see LONGEST_FIRST in idem_assets_tests/conftest.py;
+## TEST_WORKERS=0 runs it in one process), then print what each suite cost.
 TEST_WORKERS ?= 2
 TEST_REPORT := $(CURDIR)/test-artifacts/junit.xml
 test: install browser
 	@mkdir -p $(dir $(TEST_REPORT))
-	@$(VENV)/bin/pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) \
+	@$(VENV)/bin/pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) \
 		--junitxml=$(TEST_REPORT) $(PYTEST_ARGS); tests=$$?; \
 	$(PY) -m idem_assets_tests.durations $(TEST_REPORT) || true; exit $$tests
 

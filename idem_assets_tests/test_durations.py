@@ -32,3 +32,11 @@ def test_suites_are_summed_and_ordered_by_cost(tmp_path: Path, capsys) -> None:
         capsys.readouterr().out
     )
     assert main([str(tmp_path / "missing.xml")]) == 2
+
+
+def test_the_longest_files_handed_out_first_exist() -> None:
+    """A renamed file would silently fall back to the default order."""
+    from idem_assets_tests.conftest import LONGEST_FIRST
+
+    here = Path(__file__).parent
+    assert [name for name in LONGEST_FIRST if not (here / name).is_file()] == []
