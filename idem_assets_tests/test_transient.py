@@ -170,3 +170,37 @@ def test_settings_come_from_the_storage_options_delta_rs_reads():
         Retries.from_options({"retry_timeout": "soon"})
     with pytest.raises(ValueError, match="max_retries='many' is not a number"):
         Retries.from_options({"max_retries": "many"})
+
+
+def test_a_write_attempt_cut_mid_body_is_decided_again_and_other_errors_are_not():
+    from deltalake.exceptions import CommitFailedError
+
+    from idem_assets.lake.tables import with_commit_retries
+
+    calls: list[int] = []
+
+    def cut_once(number: int) -> str:
+        calls.append(number)
+        if number == 0:
+            raise CUT_BODY  # e.g. the snapshot's _last_checkpoint read died mid-body
+        return "decided"
+
+    assert with_commit_retries(cut_once) == "decided" and calls == [0, 1]
+
+    def lost_race_then_cut(number: int) -> str:
+        if number == 0:
+            raise CommitFailedError("Failed to commit transaction: version already exists")
+        if number == 1:
+            raise CUT_CURL
+        return "decided"
+
+    assert with_commit_retries(lost_race_then_cut) == "decided"
+
+    def refused(number: int) -> str:
+        calls.append(number)
+        raise PermissionError("AccessDenied")
+
+    calls.clear()
+    with pytest.raises(PermissionError):
+        with_commit_retries(refused)
+    assert calls == [0]  # not a cut, not a conflict: raised at once
