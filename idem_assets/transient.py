@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-__all__ = ["Budget", "Retries", "is_transient", "resuming", "retrying", "skipping"]
+__all__ = ["Budget", "Retries", "is_transient", "resuming", "retrying"]
 
 T = TypeVar("T")
 
@@ -51,7 +51,6 @@ _DURATION = re.compile(
     r"^\s*(\d+(?:\.\d+)?)\s*(ms|msec|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?)?\s*$",
     re.IGNORECASE,
 )
-_UNIT_SECONDS = {"ms": 0.001, "msec": 0.001, "m": 60.0, "min": 60.0, "mins": 60.0, "h": 3600.0}
 
 
 def is_transient(error: BaseException) -> bool:
@@ -177,7 +176,8 @@ def resuming(
     the position reached (the sum of ``size`` of the items yielded: bytes for a byte
     stream, items by default) and goes on from there, under the same budget as
     ``retrying``. ``open_at(n)`` must give what ``open_at(0)`` gives from position n on
-    (a ranged GET of the same ETag; the same immutable file's batches after the nth)."""
+    (a ranged GET of the same ETag; the same immutable file's batches after the nth, e.g.
+    ``itertools.islice(batches, n, None)``)."""
     budget = Budget(what, retries, clock)
     position = 0
     while True:
@@ -193,18 +193,6 @@ def resuming(
             sleep(delay)
 
 
-_END = object()
-
-
-def skipping(items: Iterable[T], count: int) -> Iterator[T]:
-    """``items`` without the first ``count`` (to resume an iterator that cannot seek)."""
-    iterator = iter(items)
-    for _ in range(count):
-        if next(iterator, _END) is _END:
-            return
-    yield from iterator
-
-
 def duration_seconds(key: str, value: str) -> float:
     """Seconds in a duration as object_store's settings spell it ("30s", "3 minutes",
     "500ms", or a bare number of seconds)."""
@@ -212,9 +200,10 @@ def duration_seconds(key: str, value: str) -> float:
     if match is None:
         raise ValueError(f"storage option {key}={value!r} is not a duration such as 30s or 3m")
     number, unit = float(match.group(1)), (match.group(2) or "s").lower()
-    factor = _UNIT_SECONDS.get(unit)
-    if factor is None:
-        factor = 60.0 if unit.startswith("minute") else 3600.0 if unit.startswith("hour") else 1.0
+    if unit in ("ms", "msec"):
+        factor = 0.001
+    else:  # s..., m..., h...
+        factor = {"s": 1.0, "m": 60.0, "h": 3600.0}[unit[0]]
     return number * factor
 
 

@@ -304,12 +304,11 @@ def partition_slice(
     if not keys:
         # A mapped input before the upstream's first partition: nothing to read.
         return PartitionSlice((), tuple(columns.values()), label, empty=True)
+    formats = partition_formats(context, columns)
     if isinstance(partitions_def, dg.MultiPartitionsDefinition):
-        formats = partition_formats(context, columns)
         conditions = _multi_conditions(partitions_def, keys, columns, type_of, formats)
         return PartitionSlice(conditions, tuple(columns.values()), label)
     column = columns[""]
-    formats = partition_formats(context, columns)
     if isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
         condition = time_condition(
             column,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
 from idem_assets.lake.frames import conform
 from idem_assets.lake.predicates import Range
 from idem_assets.lake.tables import LakeTable, table_retries, table_schema
-from idem_assets.transient import Retries, resuming, skipping
+from idem_assets.transient import Retries, resuming
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -55,7 +56,7 @@ def parquet_batches(
     def batches_from(count: int) -> Iterator[pa.RecordBatch]:
         with fs.open_input_file(path) as handle:
             reader = pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS)
-            yield from skipping(reader, count)
+            yield from itertools.islice(reader, count, None)
 
     # Data files are immutable: a read cut mid-body resumes after the batches it gave.
     for batch in resuming(batches_from, path, retries):
