@@ -244,3 +244,151 @@ def _execute(
         .when_not_matched_insert(updates=assignments)
         .execute()
     )
+
+
+# --- Deletes ordered like updates (issue 33, work in progress) -------------------------
+_DELETE = "__idem_delete"
+
+
+def tombstones_of(
+    batch: pa.Table,
+    key: Sequence[str],
+    version_column: str,
+    delete_column: tuple[str, object],
+    kept: pa.Table | None = None,
+) -> pa.Table:
+    """Key -> the version of its newest delete, over the batch's deletes and ``kept``."""
+    column, marker = delete_column
+    deletes = batch.filter(pc.equal(batch.column(column), pa.scalar(marker)))
+    frame = to_polars(deletes.select([*key, version_column]))
+    if kept is not None and kept.num_rows:
+        frame = pl.concat(
+            [frame, to_polars(kept.select([*key, version_column]))], how="vertical_relaxed"
+        )
+    return frame.group_by(list(key)).agg(pl.col(version_column).max()).sort(list(key)).to_arrow()
+
+
+def newest_events(
+    batch: pa.Table,
+    key: Sequence[str],
+    version_column: str,
+    delete_column: tuple[str, object],
+    tombstones: pa.Table,
+) -> pl.DataFrame:
+    """One event per key: highest version, a delete before an upsert at one version, then
+    content; tombstones take part as deletes. ``_DELETE`` says which kind won."""
+    column, marker = delete_column
+    events = to_polars(batch).with_columns((pl.col(column) == marker).alias(_DELETE)).drop(column)
+    if tombstones.num_rows:
+        stones = to_polars(tombstones).with_columns(pl.lit(True).alias(_DELETE))
+        events = pl.concat([events, stones], how="diagonal_relaxed")
+    rest = sorted(c for c in events.columns if c not in (*key, version_column, _DELETE))
+    ordered = events.sort(
+        [*key, version_column, _DELETE, *rest],
+        descending=[False] * len(key) + [True, True] + [True] * len(rest),
+        nulls_last=True,
+    )
+    return ordered.unique(subset=list(key), keep="first", maintain_order=True)
+
+
+def merge_changes(
+    target: LakeTable,
+    data: FrameLike,
+    key: Sequence[str],
+    *,
+    version_column: str,
+    delete_column: tuple[str, object],
+    tombstones: pa.Table | None = None,
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> tuple[WriteResult, pa.Table]:
+    """Upserts and deletes of ``data`` in one MERGE, ordered by ``version_column``; the
+    result and the tombstones to keep for the next load (``tombstones`` ∪ this batch's)."""
+    key = list(key)
+    rows = to_arrow(data)
+    kept = tombstones_of(rows, key, version_column, delete_column, tombstones)
+    batch_keys = to_polars(rows.select(key)).unique()
+    relevant = to_polars(kept).join(batch_keys, on=key, how="semi").to_arrow()
+    events = newest_events(rows, key, version_column, delete_column, relevant)
+    columns = [c for c in rows.column_names if c != delete_column[0]]
+    upserts = conform(
+        events.filter(~pl.col(_DELETE)).select(columns).to_arrow(), rows.select(columns).schema
+    )
+    deletes = events.filter(pl.col(_DELETE)).select([*key, version_column])
+    content = fingerprint(rows)
+    metadata = {**(commit_metadata or {}), "idem.fingerprint": str(content)}
+
+    def attempt(number: int) -> WriteResult:
+        table = target.open()
+        if table is None:
+            write_deltalake(
+                target.uri,
+                upserts,
+                mode="error",
+                storage_options=target.options(),
+                commit_properties=commit_properties(metadata),
+            )
+            return WriteResult.written(
+                STRATEGY, target.uri, 0, upserts.num_rows, content, attempts=number + 1
+            )
+        plan = plan_merge(table, upserts, key, version_column)
+        stored = to_polars(read_rows(table, columns=[*key, version_column])).rename(
+            {version_column: _STORED_VERSION}
+        )
+        doomed = deletes.join(stored, on=key, how="inner").filter(
+            pl.col(version_column) >= pl.col(_STORED_VERSION)
+        )
+        if plan.changes == 0 and doomed.height == 0:
+            return WriteResult.unchanged(
+                STRATEGY,
+                target.uri,
+                table.version(),
+                content,
+                proof=Proof.CONTENT,
+                attempts=number + 1,
+            )
+        schema = table_schema(table)
+        names = schema.names
+        winners = plan.winners.with_columns(pl.lit(False).alias(_DELETE))
+        gone = doomed.select([*key, version_column]).with_columns(
+            pl.lit(False).alias(_TIE), pl.lit(True).alias(_DELETE)
+        )
+        source = pl.concat([winners, gone], how="diagonal_relaxed").to_arrow()
+        source = pa.Table.from_arrays(
+            [conform(source.select(names), schema).column(c) for c in names]
+            + [source.column(_TIE), source.column(_DELETE)],
+            names=[*names, _TIE, _DELETE],
+        )
+        on = all_of(
+            *(f"{quote_identifier(k, _TARGET)} = {quote_identifier(k, _SOURCE)}" for k in key)
+        )
+        v_s = quote_identifier(version_column, _SOURCE)
+        v_t = quote_identifier(version_column, _TARGET)
+        flag = quote_identifier(_DELETE, _SOURCE)
+        guard = f"{v_s} > {v_t} OR ({v_s} = {v_t} AND {quote_identifier(_TIE, _SOURCE)})"
+        assignments = {quote_identifier(c): quote_identifier(c, _SOURCE) for c in names}
+        metrics = (
+            table.merge(
+                source,
+                predicate=on,
+                source_alias=_SOURCE,
+                target_alias=_TARGET,
+                commit_properties=commit_properties(metadata),
+            )
+            .when_matched_delete(predicate=f"{flag} AND {v_s} >= {v_t}")
+            .when_matched_update(updates=assignments, predicate=f"NOT {flag} AND ({guard})")
+            .when_not_matched_insert(updates=assignments, predicate=f"NOT {flag}")
+            .execute()
+        )
+        return WriteResult.written(
+            STRATEGY,
+            target.uri,
+            table.version(),
+            plan.changes + doomed.height,
+            content,
+            rows_inserted=int(metrics.get("num_target_rows_inserted", plan.inserts)),
+            rows_updated=int(metrics.get("num_target_rows_updated", plan.updates)),
+            attempts=number + 1,
+            details={"rows_deleted": int(metrics.get("num_target_rows_deleted", doomed.height))},
+        )
+
+    return with_commit_retries(attempt), kept
