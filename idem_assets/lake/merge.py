@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -298,26 +298,34 @@ def merge_changes(
     *,
     version_column: str,
     delete_column: tuple[str, object],
-    tombstones: pa.Table | None = None,
+    tombstones: pa.Table | Callable[[], pa.Table | None] | None = None,
     commit_metadata: Mapping[str, Any] | None = None,
 ) -> tuple[WriteResult, pa.Table]:
     """Upserts and deletes of ``data`` in one MERGE, ordered by ``version_column``; the
-    result and the tombstones to keep for the next load (``tombstones`` ∪ this batch's)."""
+    result and the tombstones to keep for the next load (``tombstones`` ∪ this batch's).
+
+    ``tombstones`` may be a function: it is called again in every attempt, so a writer
+    that lost a race sees the deletes the winner stored before committing.
+    """
     key = list(key)
     rows = to_arrow(data)
-    kept = tombstones_of(rows, key, version_column, delete_column, tombstones)
     batch_keys = to_polars(rows.select(key)).unique()
-    relevant = to_polars(kept).join(batch_keys, on=key, how="semi").to_arrow()
-    events = newest_events(rows, key, version_column, delete_column, relevant)
     columns = [c for c in rows.column_names if c != delete_column[0]]
-    upserts = conform(
-        events.filter(~pl.col(_DELETE)).select(columns).to_arrow(), rows.select(columns).schema
-    )
-    deletes = events.filter(pl.col(_DELETE)).select([*key, version_column])
     content = fingerprint(rows)
     metadata = {**(commit_metadata or {}), "idem.fingerprint": str(content)}
+    found: list[pa.Table] = []
 
     def attempt(number: int) -> WriteResult:
+        known = tombstones() if callable(tombstones) else tombstones
+        kept = tombstones_of(rows, key, version_column, delete_column, known)
+        found[:] = [kept]
+        relevant = to_polars(kept).join(batch_keys, on=key, how="semi").to_arrow()
+        events = newest_events(rows, key, version_column, delete_column, relevant)
+        upserts = conform(
+            events.filter(~pl.col(_DELETE)).select(columns).to_arrow(),
+            rows.select(columns).schema,
+        )
+        deletes = events.filter(pl.col(_DELETE)).select([*key, version_column])
         table = target.open()
         if table is None:
             write_deltalake(
@@ -391,4 +399,5 @@ def merge_changes(
             details={"rows_deleted": int(metrics.get("num_target_rows_deleted", doomed.height))},
         )
 
-    return with_commit_retries(attempt), kept
+    result = with_commit_retries(attempt)
+    return result, found[0]
