@@ -401,3 +401,65 @@ def merge_changes(
 
     result = with_commit_retries(attempt)
     return result, found[0]
+
+
+@dataclass(frozen=True)
+class Tombstones:
+    """Where a table's deleted keys and the versions of their newest deletes are kept: a
+    Delta table beside it (``<table>__tombstones``), merged newest-wins, so storing the same
+    deletes again, in any order or from two writers at once, changes nothing."""
+
+    table: LakeTable
+    key: tuple[str, ...]
+    version_column: str
+
+    @classmethod
+    def beside(cls, target: LakeTable, key: Sequence[str], version_column: str) -> Tombstones:
+        """The tombstones of ``target``."""
+        return cls(
+            LakeTable(f"{target.uri}__tombstones", target.storage_options),
+            tuple(key),
+            version_column,
+        )
+
+    def remember(self, deletes: pa.Table) -> None:
+        """Keep ``deletes`` (key columns and version), before the MERGE that applies them."""
+        if deletes.num_rows:
+            merge_upsert(
+                self.table,
+                deletes.select([*self.key, self.version_column]),
+                list(self.key),
+                version_column=self.version_column,
+            )
+
+    def read(self) -> pa.Table | None:
+        """Every tombstone (None before the first delete)."""
+        stored = self.table.open()
+        return None if stored is None else read_rows(stored)
+
+
+def merge_with_deletes(
+    target: LakeTable,
+    data: FrameLike,
+    key: Sequence[str],
+    *,
+    version_column: str,
+    delete_column: tuple[str, object],
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> WriteResult:
+    """``merge_changes`` with its tombstones kept beside the table: the batch's deletes are
+    stored first, then the MERGE reads them (again in each attempt)."""
+    rows = to_arrow(data)
+    stones = Tombstones.beside(target, key, version_column)
+    column, marker = delete_column
+    stones.remember(rows.filter(pc.equal(rows.column(column), pa.scalar(marker))))
+    result, _ = merge_changes(
+        target,
+        rows,
+        key,
+        version_column=version_column,
+        delete_column=delete_column,
+        tombstones=stones.read,
+        commit_metadata=commit_metadata,
+    )
+    return result

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from idem_assets.lake import read_rows
-from idem_assets.lake.merge import merge_changes
+from idem_assets.lake.merge import merge_changes, merge_with_deletes
 from idem_assets.lake.tables import LakeTable
 
 KEY, VERSION, OP = "customer_id", "updated_at", "op"
@@ -165,3 +165,33 @@ def test_days_loaded_two_at_a_time_converge_to_the_reference(tmp_path, seed):
             list(pool.map(load, pair))
     stored = read_rows(target.open()).to_pylist()
     assert {row[KEY]: row for row in stored} == reference(days)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_tombstones_kept_beside_the_table_converge_in_any_order(tmp_path, workers):
+    days = change_days(200 + workers)
+    target = LakeTable(str(tmp_path / "lake"))
+    rng = random.Random(workers)
+    order = [i for i in range(DAYS) for _ in range(rng.randint(1, 2))]
+    rng.shuffle(order)
+
+    def load(index: int) -> None:
+        merge_with_deletes(
+            target, days[index], [KEY], version_column=VERSION, delete_column=(OP, "D")
+        )
+
+    load(order[0])
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for pair in (order[i : i + 2] for i in range(1, len(order), 2)):
+            list(pool.map(load, pair))
+    stored = read_rows(target.open()).to_pylist()
+    assert {row[KEY]: row for row in stored} == reference(days)
+    version = target.open().version()
+    for day in days:  # every day again: nothing to commit
+        assert (
+            merge_with_deletes(
+                target, day, [KEY], version_column=VERSION, delete_column=(OP, "D")
+            ).committed
+            is False
+        )
+    assert target.open().version() == version
