@@ -291,6 +291,50 @@ def newest_events(
     return ordered.unique(subset=list(key), keep="first", maintain_order=True)
 
 
+@dataclass(frozen=True)
+class ChangePlan:
+    """What a MERGE of upserts and deletes would do, decided against the table as it is."""
+
+    upserts: MergePlan  # the upserts that win, planned like merge_upsert's
+    deletes: pl.DataFrame  # key and version of each stored row a delete removes
+
+    @property
+    def changes(self) -> int:
+        """Rows inserted, updated or deleted; 0 means a rerun is a no-op."""
+        return self.upserts.changes + self.deletes.height
+
+
+def plan_changes(
+    table: DeltaTable | None,
+    rows: pa.Table,
+    key: Sequence[str],
+    version_column: str,
+    delete_column: tuple[str, object],
+    tombstones: pa.Table,
+) -> ChangePlan:
+    """The newest event per key of ``rows`` and the ``tombstones`` of its keys, against
+    ``table``: the upserts that beat the stored rows, and the stored rows deleted."""
+    key = list(key)
+    batch_keys = to_polars(rows.select(key)).unique()
+    relevant = to_polars(tombstones).join(batch_keys, on=key, how="semi").to_arrow()
+    events = newest_events(rows, key, version_column, delete_column, relevant)
+    columns = [c for c in rows.column_names if c != delete_column[0]]
+    upserts = conform(
+        events.filter(~pl.col(_DELETE)).select(columns).to_arrow(), rows.select(columns).schema
+    )
+    deletes = events.filter(pl.col(_DELETE)).select([*key, version_column])
+    plan = plan_merge(table, upserts, key, version_column)
+    if table is None:
+        return ChangePlan(plan, deletes.clear())
+    stored = to_polars(read_rows(table, columns=[*key, version_column])).rename(
+        {version_column: _STORED_VERSION}
+    )
+    doomed = deletes.join(stored, on=key, how="inner").filter(
+        pl.col(version_column) >= pl.col(_STORED_VERSION)
+    )
+    return ChangePlan(plan, doomed.select([*key, version_column]))
+
+
 def merge_changes(
     target: LakeTable,
     data: FrameLike,
@@ -309,42 +353,27 @@ def merge_changes(
     """
     key = list(key)
     rows = to_arrow(data)
-    batch_keys = to_polars(rows.select(key)).unique()
-    columns = [c for c in rows.column_names if c != delete_column[0]]
     content = fingerprint(rows)
     metadata = {**(commit_metadata or {}), "idem.fingerprint": str(content)}
     found: list[pa.Table] = []
 
     def attempt(number: int) -> WriteResult:
         known = tombstones() if callable(tombstones) else tombstones
-        kept = tombstones_of(rows, key, version_column, delete_column, known)
-        found[:] = [kept]
-        relevant = to_polars(kept).join(batch_keys, on=key, how="semi").to_arrow()
-        events = newest_events(rows, key, version_column, delete_column, relevant)
-        upserts = conform(
-            events.filter(~pl.col(_DELETE)).select(columns).to_arrow(),
-            rows.select(columns).schema,
-        )
-        deletes = events.filter(pl.col(_DELETE)).select([*key, version_column])
+        found[:] = [tombstones_of(rows, key, version_column, delete_column, known)]
         table = target.open()
+        changes = plan_changes(table, rows, key, version_column, delete_column, found[0])
+        plan, doomed = changes.upserts, changes.deletes
         if table is None:
             write_deltalake(
                 target.uri,
-                upserts,
+                changes.upserts.batch,
                 mode="error",
                 storage_options=target.options(),
                 commit_properties=commit_properties(metadata),
             )
             return WriteResult.written(
-                STRATEGY, target.uri, 0, upserts.num_rows, content, attempts=number + 1
+                STRATEGY, target.uri, 0, plan.batch.num_rows, content, attempts=number + 1
             )
-        plan = plan_merge(table, upserts, key, version_column)
-        stored = to_polars(read_rows(table, columns=[*key, version_column])).rename(
-            {version_column: _STORED_VERSION}
-        )
-        doomed = deletes.join(stored, on=key, how="inner").filter(
-            pl.col(version_column) >= pl.col(_STORED_VERSION)
-        )
         if plan.changes == 0 and doomed.height == 0:
             return WriteResult.unchanged(
                 STRATEGY,
