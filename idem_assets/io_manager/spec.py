@@ -46,6 +46,15 @@ class WriteSpec(BaseModel):
         "untouched files are skipped.",
     )
     dedupe: bool = Field(default=True, description="Keep one row per natural key before writing.")
+    delete_column: str | None = Field(
+        default=None,
+        description="Merge only: the column that marks a row as a delete of its key (not "
+        "stored); ordered by version_column like an update, a delete winning a tie.",
+    )
+    delete_value: str | bool = Field(
+        default=True,
+        description="The delete_column value that means delete (e.g. 'D' for an op column).",
+    )
     table: str | None = Field(
         default=None, description="Table path under the lake root; defaults to the asset key."
     )
@@ -66,7 +75,7 @@ class WriteSpec(BaseModel):
             _check_identifier(name)
         return value
 
-    @field_validator("version_column", "partition_column")
+    @field_validator("version_column", "partition_column", "delete_column")
     @classmethod
     def _identifier(cls, value: str | None) -> str | None:
         return _check_identifier(value) if value is not None else None
@@ -94,6 +103,10 @@ class WriteSpec(BaseModel):
             raise ValueError("overwrite needs partition_column (or partition_expr)")
         if self.strategy == "merge" and not self.natural_key:
             raise ValueError("merge needs natural_key")
+        if self.delete_column is not None and (
+            self.strategy != "merge" or self.version_column is None
+        ):
+            raise ValueError("delete_column needs strategy merge and a version_column")
         if self.dedupe and self.strategy != "append" and not self.natural_key:
             raise ValueError("dedupe needs natural_key (or set dedupe=False)")
         return self

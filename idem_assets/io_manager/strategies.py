@@ -35,6 +35,7 @@ from idem_assets.lake import (
     date_range,
     fingerprint,
     merge_upsert,
+    merge_with_deletes,
     overwrite_slice,
     plan_merge,
     read_rows,
@@ -252,7 +253,17 @@ class Merge(WriteStrategy):
         commit_metadata: Mapping[str, Any] | None,
         options: WriteOptions | None,
     ) -> WriteResult:
-        """MERGE of the winners on the natural key."""
+        """MERGE of the winners on the natural key (and of the deletes, when declared)."""
+        if spec.delete_column is not None:
+            assert spec.version_column is not None
+            return merge_with_deletes(
+                target,
+                batch.rows,
+                spec.natural_key,
+                version_column=spec.version_column,
+                delete_column=(spec.delete_column, spec.delete_value),
+                commit_metadata=commit_metadata,
+            )
         return merge_upsert(
             target,
             batch.rows,

@@ -10,7 +10,7 @@ from idem_assets.lake.fingerprint import (
     fingerprint,
     fingerprint_batches,
 )
-from idem_assets.lake.merge import MergePlan, merge_upsert, plan_merge
+from idem_assets.lake.merge import MergePlan, merge_upsert, merge_with_deletes, plan_merge
 from idem_assets.lake.overwrite import (
     PartitionMismatchError,
     overwrite_partitions,
@@ -53,6 +53,7 @@ __all__ = [
     "fingerprint_batches",
     "slice_signature",
     "merge_upsert",
+    "merge_with_deletes",
     "overwrite_partitions",
     "overwrite_stream",
     "overwrite_slice",

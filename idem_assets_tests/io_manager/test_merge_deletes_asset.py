@@ -1,0 +1,48 @@
+"""Deletes declared on a merge asset (issue 33, work in progress): days materialized in any
+order, and again, give the newest-event table; an unchanged rerun commits nothing."""
+
+import datetime as dt
+import random
+
+import dagster as dg
+import pyarrow as pa
+
+from idem_assets.io_manager import WriteSpec
+from idem_assets.lake import read_rows
+from idem_assets_tests.io_manager.dropin import committed, manager, table
+from idem_assets_tests.lake.test_merge_deletes import DAYS, KEY, OP, VERSION, change_days, reference
+
+START = dt.date(2024, 3, 1)
+PARTITIONS = dg.DailyPartitionsDefinition(start_date=START.isoformat())
+CHANGES = change_days(7)
+SPEC = WriteSpec(
+    strategy="merge",
+    natural_key=(KEY,),
+    version_column=VERSION,
+    delete_column=OP,
+    delete_value="D",
+    table="crm/customers",
+)
+
+
+@dg.asset(partitions_def=PARTITIONS, metadata=SPEC.to_metadata())
+def customers(context: dg.AssetExecutionContext) -> pa.Table:
+    index = (dt.date.fromisoformat(context.partition_key) - START).days
+    return CHANGES[index]
+
+
+def test_days_in_any_order_and_again_give_the_newest_events(tmp_path):
+    rng = random.Random(7)
+    order = [i for i in range(DAYS) for _ in range(rng.randint(1, 2))]
+    rng.shuffle(order)
+    resources = {"io_manager": manager(tmp_path)}
+    for index in order:
+        key = (START + dt.timedelta(days=index)).isoformat()
+        assert dg.materialize([customers], partition_key=key, resources=resources).success
+    stored = read_rows(table(tmp_path, "crm/customers")).to_pylist()
+    assert stored and OP not in stored[0]  # the marker is not stored
+    assert {row[KEY]: row for row in stored} == reference(CHANGES)
+    version = table(tmp_path, "crm/customers").version()
+    again = dg.materialize([customers], partition_key=START.isoformat(), resources=resources)
+    assert committed(again) == [False]
+    assert table(tmp_path, "crm/customers").version() == version
