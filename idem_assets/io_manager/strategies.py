@@ -42,7 +42,7 @@ from idem_assets.lake import (
     replace_table,
 )
 from idem_assets.lake.fingerprint import EMPTY_FINGERPRINT, fingerprints_by
-from idem_assets.lake.merge import pruning_ranges
+from idem_assets.lake.merge import Tombstones, plan_changes, pruning_ranges, tombstones_of
 from idem_assets.lake.predicates import Condition
 
 if TYPE_CHECKING:
@@ -155,6 +155,30 @@ class WriteStrategy(ABC):
         return [
             self.compare(spec, target, _rows_of(batch, spec, day), Window.day(day)) for day in days
         ]
+
+
+def _compare_changes(spec: WriteSpec, target: LakeTable, batch: PreparedBatch) -> RerunComparison:
+    """``Merge.compare`` for a batch of upserts and deletes, against the kept tombstones."""
+    assert spec.delete_column is not None and spec.version_column is not None
+    stones = Tombstones.beside(target, spec.natural_key, spec.version_column)
+    marker = (spec.delete_column, spec.delete_value)
+    kept = tombstones_of(batch.rows, spec.natural_key, spec.version_column, marker, stones.read())
+    plan = plan_changes(
+        target.open(), batch.rows, spec.natural_key, spec.version_column, marker, kept
+    )
+    upserts = plan.upserts
+    return RerunComparison(
+        passed=plan.changes == 0,
+        rows_differing=plan.changes,
+        expected=batch.fingerprint,
+        stored=fingerprint(upserts.current),
+        detail=(
+            f"a rerun would insert {upserts.inserts}, update {upserts.updates} and delete "
+            f"{plan.deletes.height} row(s)"
+            if plan.changes
+            else "every batch row is stored, deleted or superseded by a newer version"
+        ),
+    )
 
 
 class Overwrite(WriteStrategy):
@@ -279,7 +303,9 @@ class Merge(WriteStrategy):
     def compare(
         self, spec: WriteSpec, target: LakeTable, batch: PreparedBatch, window: Window
     ) -> RerunComparison:
-        """Whether a rerun's MERGE would insert or update any row."""
+        """Whether a rerun's MERGE would insert or update any row (or delete one)."""
+        if spec.delete_column is not None:
+            return _compare_changes(spec, target, batch)
         plan = plan_merge(
             target.open(), batch.rows, spec.natural_key, spec.version_column, spec.prune_columns
         )
@@ -300,6 +326,9 @@ class Merge(WriteStrategy):
     ) -> list[RerunComparison]:
         """One merge plan for all the days, its changes counted per day of the batch rows."""
         import polars as pl  # here, not at import: see idem_assets._lazy
+
+        if spec.delete_column is not None:  # not split by day yet: the range's answer
+            return [_compare_changes(spec, target, batch)] * len(days)
 
         column = spec.partition_column or ""
         plan = plan_merge(

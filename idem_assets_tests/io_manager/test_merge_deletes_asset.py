@@ -46,3 +46,37 @@ def test_days_in_any_order_and_again_give_the_newest_events(tmp_path):
     again = dg.materialize([customers], partition_key=START.isoformat(), resources=resources)
     assert committed(again) == [False]
     assert table(tmp_path, "crm/customers").version() == version
+
+
+def test_the_rerun_comparison_counts_a_deleted_key_stored_again(tmp_path):
+    from deltalake import write_deltalake
+
+    from idem_assets.io_manager.batch import prepare
+    from idem_assets.io_manager.strategies import Merge
+    from idem_assets.io_manager.window import Window
+    from idem_assets.lake import LakeTable
+
+    resources = {"io_manager": manager(tmp_path)}
+    for index in range(DAYS):
+        key = (START + dt.timedelta(days=index)).isoformat()
+        assert dg.materialize([customers], partition_key=key, resources=resources).success
+    target = LakeTable(str(tmp_path / "crm" / "customers"))
+    # A key whose newest event is a delete, and a day that deletes it.
+    gone = {r[KEY] for t in CHANGES for r in t.to_pylist()} - set(reference(CHANGES))
+    day, deleted = next(
+        (i, r)
+        for i, t in enumerate(CHANGES)
+        for r in t.to_pylist()
+        if r[OP] == "D" and r[KEY] in gone
+    )
+    batch = prepare(SPEC, CHANGES[day])
+    assert Merge().compare(SPEC, target, batch, Window()).passed
+    # That key written back behind the lake: the rerun would delete it again.
+    back = pa.table(
+        {KEY: [deleted[KEY]], VERSION: [deleted[VERSION] - 1], "segment": ["smb"]},
+        schema=read_rows(target.open()).schema,
+    )
+    write_deltalake(target.uri, back, mode="append")
+    compared = Merge().compare(SPEC, target, batch, Window())
+    assert not compared.passed and compared.rows_differing == 1
+    assert "delete 1 row(s)" in compared.detail
