@@ -70,6 +70,8 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
             version_column=source.version,
             partition_column=source.resolved_partition_column,
             prune_columns=tuple(source.prune_columns),
+            delete_column=source.delete_marker.column if source.delete_marker else None,
+            delete_value=source.delete_marker.value if source.delete_marker else True,
         ),
         schema=source.table_columns(),
         compute=compute,

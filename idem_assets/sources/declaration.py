@@ -32,6 +32,7 @@ from idem_assets.sources.options import (
     BackfillOptions,
     CheckOptions,
     CsvOptions,
+    DeleteMarker,
     NumberOptions,
     SensorOptions,
 )
@@ -95,6 +96,11 @@ class LandingSource(Declared):
         description="overwrite (replace the run's days; default when "
         "partition_date is set), merge (MERGE on the natural key; default otherwise), "
         "replace (snapshots: atomic full replace).",
+    )
+    delete_marker: DeleteMarker | None = Field(
+        default=None,
+        description="Merge only: a row marked so deletes its key; ordered by the version "
+        "like an update (a delete wins a tie), so an older upsert never brings it back.",
     )
     prune_columns: tuple[str, ...] = Field(
         default=(),
@@ -206,6 +212,10 @@ class LandingSource(Declared):
         self.require("version", self.version, "timestamp", "date", "integer", "decimal", read=True)
         for column in self.prune_columns:
             self.require("prune_columns", column)
+        if self.delete_marker is not None:
+            self.require("delete_marker", self.delete_marker.column, read=True)
+            if self.resolved_strategy != "merge" or self.version is None:
+                raise ValueError("delete_marker needs strategy merge and a version column")
         for column in self.z_order:
             self.require("z_order", column)
         for column in self.columns:

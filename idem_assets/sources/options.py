@@ -82,6 +82,15 @@ class NumberOptions(Declared):
         return self
 
 
+class DeleteMarker(Declared):
+    """Merge sources: the column that marks a row as a delete of its key."""
+
+    column: str = Field(description="The marking column (read from the files, not stored).")
+    value: str | bool = Field(
+        default=True, description="The value that means delete: e.g. D for an op column."
+    )
+
+
 class CheckOptions(Declared):
     """The asset checks every declared source gets."""
 

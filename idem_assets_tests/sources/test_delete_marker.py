@@ -1,0 +1,65 @@
+"""A declared merge source with a delete marker (issue 33, work in progress): CSV change sets
+with an op column, loaded day by day in any order and again, give the newest-event table."""
+
+import csv
+import datetime as dt
+import random
+
+import dagster as dg
+import pytest
+
+from idem_assets.lake import read_rows
+from idem_assets.sources.load import declaration_from_mapping
+from idem_assets_tests.harness import declared_definitions
+from idem_assets_tests.lake.test_merge_deletes import DAYS, KEY, OP, VERSION, change_days, reference
+
+START = dt.date(2024, 3, 1)
+DECLARED = {
+    "name": "crm_customers",
+    "first_day": START.isoformat(),
+    "columns": [
+        {"name": KEY, "type": "int64"},
+        {"name": VERSION, "type": "int64"},
+        {"name": "segment", "type": "string"},
+        {"name": OP, "type": "string"},
+    ],
+    "natural_key": [KEY],
+    "version": VERSION,
+    "strategy": "merge",
+    "delete_marker": {"column": OP, "value": "D"},
+}
+
+
+def test_a_declared_delete_marker_converges_in_any_order(tmp_path):
+    changes = change_days(11)
+    landing = tmp_path / "landing"
+    for index, table in enumerate(changes):
+        day = START + dt.timedelta(days=index)
+        folder = landing / "crm_customers" / f"date={day}"
+        folder.mkdir(parents=True)
+        with (folder / "changes.csv").open("w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=[KEY, VERSION, "segment", OP])
+            writer.writeheader()
+            writer.writerows(table.to_pylist())
+    source = declaration_from_mapping(DECLARED, "test")
+    defs, lake = declared_definitions([source], landing, tmp_path)
+    alone = dg.define_asset_job(
+        "alone", selection=dg.AssetSelection.assets("crm_customers").without_checks()
+    )
+    job = dg.Definitions.merge(defs, dg.Definitions(jobs=[alone])).resolve_job_def("alone")
+    instance = dg.DagsterInstance.ephemeral()
+    rng = random.Random(11)
+    order = [i for i in range(DAYS) for _ in range(rng.randint(1, 2))]
+    rng.shuffle(order)
+    for index in order:
+        key = (START + dt.timedelta(days=index)).isoformat()
+        assert job.execute_in_process(partition_key=key, instance=instance).success
+    stored = read_rows(lake.table("crm_customers").open()).to_pylist()
+    assert {row[KEY]: {k: v for k, v in row.items() if k != OP} for row in stored} == reference(
+        changes
+    )
+
+
+def test_a_delete_marker_needs_merge_and_a_version():
+    with pytest.raises(ValueError, match="delete_marker needs strategy merge and a version"):
+        declaration_from_mapping({**DECLARED, "strategy": "overwrite"}, "test")
