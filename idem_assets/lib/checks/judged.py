@@ -20,8 +20,9 @@ import dagster as dg
 
 from idem_assets.io_manager import PreparedBatch, Window, prepare, target_table
 from idem_assets.io_manager.strategies import strategy_for, window_slice
-from idem_assets.lake import read_rows
+from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.frames import conform, to_arrow
+from idem_assets.lake.merge import Tombstones
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
 from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
@@ -37,6 +38,7 @@ from idem_assets.resources import LakeResource
 
 if TYPE_CHECKING:
     import polars as pl
+    from deltalake import DeltaTable
 
 # The window a row belongs to, while a span is judged (never written anywhere).
 _WINDOW = "__idem_window"
@@ -152,11 +154,14 @@ class JudgedSpan:
         import polars as pl  # here, not at import: see idem_assets._lazy
 
         spec = self.definition.spec
-        table = target_table(self.lake, spec, self.definition.key).open()
+        target = target_table(self.lake, spec, self.definition.key)
+        table = target.open()
         if table is None:
             return Counter()
         strategy = strategy_for(spec)
         ranges = strategy.touched(spec, window_slice(spec, self._span), self.deduplicated)
+        if spec.strategy == "merge" and spec.delete_column is not None:
+            return self._accounted_with_deletes(target, table)
         if spec.strategy == "merge":
             # The whole key identifies a row: the first column only prunes what is read.
             key = list(spec.natural_key)
@@ -177,6 +182,42 @@ class JudgedSpan:
             return Counter({0: stored_rows.num_rows})
         days = read_rows(table, ranges=ranges, columns=[column]).column(column).to_pylist()
         return self._counts(days)
+
+    def _accounted_with_deletes(self, target: LakeTable, table: DeltaTable) -> Counter[int]:
+        """Kept rows of a merge with deletes that the table accounts for, per window: an
+        upsert stored (or beaten by a newer stored row or a newer delete), a delete whose key
+        is gone (or came back with a newer upsert)."""
+        import polars as pl  # here, not at import: see idem_assets._lazy
+
+        spec = self.definition.spec
+        assert spec.delete_column is not None and spec.version_column is not None
+        key, version = list(spec.natural_key), spec.version_column
+        newest = "__idem_newest"
+        stored = pl.from_arrow(read_rows(table, columns=[*key, version]))
+        assert isinstance(stored, pl.DataFrame)
+        stones = Tombstones.beside(target, key, version).read()
+        dead = (
+            pl.from_arrow(stones)
+            if stones is not None
+            else pl.DataFrame(schema={**stored.select(key).schema, version: stored.schema[version]})
+        )
+        assert isinstance(dead, pl.DataFrame)
+        marked = pl.col(spec.delete_column) == spec.delete_value
+        upserts = self._kept.filter(~marked.fill_null(False))
+        deletes = self._kept.filter(marked.fill_null(False))
+        stored_v = stored.rename({version: newest})
+        dead_v = dead.rename({version: newest})
+        up = upserts.join(stored_v, on=key, how="left").join(
+            dead_v.rename({newest: "__idem_dead"}), on=key, how="left"
+        )
+        up_ok = up.filter(
+            (pl.col(newest) >= pl.col(version)).fill_null(False)
+            | (pl.col("__idem_dead") >= pl.col(version)).fill_null(False)
+        )
+        gone = deletes.join(stored_v, on=key, how="left").filter(
+            pl.col(newest).is_null() | (pl.col(newest) > pl.col(version))
+        )
+        return Counter(up_ok.get_column(_WINDOW).to_list() + gone.get_column(_WINDOW).to_list())
 
     @functools.cached_property
     def _quarantined_by_window(self) -> Counter[int]:
