@@ -7,6 +7,7 @@ import datetime as dt
 import random
 
 import dagster as dg
+import pyarrow as pa
 import pytest
 
 from idem_assets.lake import read_rows
@@ -31,9 +32,8 @@ DECLARED = {
 }
 
 
-def test_a_declared_delete_marker_converges_in_any_order(tmp_path):
-    changes = change_days(11)
-    landing = tmp_path / "landing"
+def _lay_out(landing, changes) -> None:
+    """One CSV change set per day folder."""
     for index, table in enumerate(changes):
         day = START + dt.timedelta(days=index)
         folder = landing / "crm_customers" / f"date={day}"
@@ -42,6 +42,12 @@ def test_a_declared_delete_marker_converges_in_any_order(tmp_path):
             writer = csv.DictWriter(out, fieldnames=[KEY, VERSION, "segment", OP])
             writer.writeheader()
             writer.writerows(table.to_pylist())
+
+
+def test_a_declared_delete_marker_converges_in_any_order(tmp_path):
+    changes = change_days(11)
+    landing = tmp_path / "landing"
+    _lay_out(landing, changes)
     source = declaration_from_mapping(DECLARED, "test")
     defs, lake = declared_definitions([source], landing, tmp_path)
     alone = dg.define_asset_job("alone", selection=dg.AssetSelection.assets("crm_customers"))
@@ -65,3 +71,56 @@ def test_a_declared_delete_marker_converges_in_any_order(tmp_path):
 def test_a_delete_marker_needs_merge_and_a_version():
     with pytest.raises(ValueError, match="delete_marker needs strategy merge and a version"):
         declaration_from_mapping({**DECLARED, "strategy": "overwrite"}, "test")
+
+
+def test_a_deleted_key_written_back_turns_its_day_red(tmp_path):
+    from deltalake import write_deltalake
+
+    changes = change_days(12)
+    landing = tmp_path / "landing"
+    _lay_out(landing, changes)
+    source = declaration_from_mapping(DECLARED, "test")
+    defs, lake = declared_definitions([source], landing, tmp_path)
+    jobs = dg.Definitions(
+        jobs=[
+            dg.define_asset_job("load", selection=dg.AssetSelection.assets("crm_customers")),
+            dg.define_asset_job(
+                "checks",
+                selection=dg.AssetSelection.checks_for_assets("crm_customers"),
+                partitions_def=defs.resolve_assets_def("crm_customers").partitions_def,
+            ),
+        ]
+    )
+    merged = dg.Definitions.merge(defs, jobs)
+    instance = dg.DagsterInstance.ephemeral()
+    for index in range(DAYS):
+        key = (START + dt.timedelta(days=index)).isoformat()
+        assert (
+            merged.resolve_job_def("load")
+            .execute_in_process(partition_key=key, instance=instance)
+            .success
+        )
+    # A key whose newest event is a delete, the day of that delete, and the key written back.
+    gone = {r[KEY] for t in changes for r in t.to_pylist()} - set(reference(changes))
+    day, deleted = max(
+        ((i, r) for i, t in enumerate(changes) for r in t.to_pylist() if r[OP] == "D"),
+        key=lambda pair: (pair[1][KEY] in gone, pair[1][VERSION]),
+    )
+    assert deleted[KEY] in gone
+    target = lake.table("crm_customers")
+    stored = read_rows(target.open())
+    back = {name: [None] for name in stored.column_names}
+    back.update({KEY: [deleted[KEY]], VERSION: [deleted[VERSION] - 1], "segment": ["smb"]})
+    write_deltalake(target.uri, pa.table(back, schema=stored.schema), mode="append")
+    the_day = (START + dt.timedelta(days=day)).isoformat()
+    result = merged.resolve_job_def("checks").execute_in_process(
+        tags={
+            "dagster/asset_partition_range_start": the_day,
+            "dagster/asset_partition_range_end": the_day,
+        },
+        instance=instance,
+        raise_on_error=False,
+    )
+    checks = check_results(result)
+    assert checks[("crm_customers", "rerun_equality")] is False
+    assert checks[("crm_customers", "conservation")] is False
