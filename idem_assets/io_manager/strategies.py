@@ -42,7 +42,13 @@ from idem_assets.lake import (
     replace_table,
 )
 from idem_assets.lake.fingerprint import EMPTY_FINGERPRINT, fingerprints_by
-from idem_assets.lake.merge import Tombstones, plan_changes, pruning_ranges, tombstones_of
+from idem_assets.lake.merge import (
+    ChangePlan,
+    Tombstones,
+    plan_changes,
+    pruning_ranges,
+    tombstones_of,
+)
 from idem_assets.lake.predicates import Condition
 
 if TYPE_CHECKING:
@@ -159,26 +165,87 @@ class WriteStrategy(ABC):
 
 def _compare_changes(spec: WriteSpec, target: LakeTable, batch: PreparedBatch) -> RerunComparison:
     """``Merge.compare`` for a batch of upserts and deletes, against the kept tombstones."""
-    assert spec.delete_column is not None and spec.version_column is not None
-    stones = Tombstones.beside(target, spec.natural_key, spec.version_column)
-    marker = (spec.delete_column, spec.delete_value)
-    kept = tombstones_of(batch.rows, spec.natural_key, spec.version_column, marker, stones.read())
-    plan = plan_changes(
-        target.open(), batch.rows, spec.natural_key, spec.version_column, marker, kept
-    )
+    plan = _plan_changes(spec, target, batch)
     upserts = plan.upserts
     return RerunComparison(
         passed=plan.changes == 0,
         rows_differing=plan.changes,
         expected=batch.fingerprint,
         stored=fingerprint(upserts.current),
-        detail=(
-            f"a rerun would insert {upserts.inserts}, update {upserts.updates} and delete "
-            f"{plan.deletes.height} row(s)"
-            if plan.changes
-            else "every batch row is stored, deleted or superseded by a newer version"
-        ),
+        detail=_changes_detail(upserts.inserts, upserts.updates, plan.deletes.height),
     )
+
+
+def _plan_changes(spec: WriteSpec, target: LakeTable, batch: PreparedBatch) -> ChangePlan:
+    """What a rerun's MERGE of the batch's upserts and deletes would change."""
+    assert spec.delete_column is not None and spec.version_column is not None
+    stones = Tombstones.beside(target, spec.natural_key, spec.version_column)
+    marker = (spec.delete_column, spec.delete_value)
+    kept = tombstones_of(batch.rows, spec.natural_key, spec.version_column, marker, stones.read())
+    return plan_changes(
+        target.open(), batch.rows, spec.natural_key, spec.version_column, marker, kept
+    )
+
+
+def _compare_change_days(
+    spec: WriteSpec, target: LakeTable, batch: PreparedBatch, days: Sequence[dt.date]
+) -> list[RerunComparison]:
+    """``Merge.compare_days`` with deletes: one plan, each change counted on the day of the
+    batch row that makes it (a delete on the day of its delete row)."""
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
+    assert spec.delete_column is not None and spec.version_column is not None
+    column, key = spec.partition_column or "", list(spec.natural_key)
+    plan = _plan_changes(spec, target, batch)
+    upserts = plan.upserts
+    stored_keys = pl.from_arrow(upserts.current.select(key)).unique()
+    assert isinstance(stored_keys, pl.DataFrame)
+    updated = upserts.winners.join(
+        stored_keys.with_columns(pl.lit(True).alias("__stored")), on=key, how="left"
+    ).select(column, pl.col("__stored").fill_null(False).alias("__stored"))
+    rows = pl.from_arrow(batch.rows.select([*key, spec.version_column, column]))
+    assert isinstance(rows, pl.DataFrame)
+    deleted = plan.deletes.join(rows.unique(), on=[*key, spec.version_column], how="inner")
+    counts = {
+        row[column]: row
+        for row in pl.concat(
+            [
+                updated.with_columns(pl.lit(False).alias("__deleted")),
+                deleted.select(column).with_columns(
+                    pl.lit(True).alias("__stored"), pl.lit(True).alias("__deleted")
+                ),
+            ]
+        )
+        .group_by(column)
+        .agg(
+            pl.len().alias("changes"),
+            (pl.col("__stored") & ~pl.col("__deleted")).sum().alias("updates"),
+            pl.col("__deleted").sum().alias("deletes"),
+        )
+        .to_dicts()
+    }
+    stored_by = fingerprints_by(upserts.current, column)
+    expected_by = fingerprints_by(batch.rows, column)
+    out = []
+    for day in days:
+        found = counts.get(day, {"changes": 0, "updates": 0, "deletes": 0})
+        changes, updates, deletes = found["changes"], found["updates"], found["deletes"]
+        out.append(
+            RerunComparison(
+                passed=changes == 0,
+                rows_differing=changes,
+                expected=expected_by.get(day, EMPTY_FINGERPRINT),
+                stored=stored_by.get(day, EMPTY_FINGERPRINT),
+                detail=_changes_detail(changes - updates - deletes, updates, deletes),
+            )
+        )
+    return out
+
+
+def _changes_detail(inserts: int, updates: int, deletes: int) -> str:
+    if inserts or updates or deletes:
+        return f"a rerun would insert {inserts}, update {updates} and delete {deletes} row(s)"
+    return "every batch row is stored, deleted or superseded by a newer version"
 
 
 class Overwrite(WriteStrategy):
@@ -327,8 +394,8 @@ class Merge(WriteStrategy):
         """One merge plan for all the days, its changes counted per day of the batch rows."""
         import polars as pl  # here, not at import: see idem_assets._lazy
 
-        if spec.delete_column is not None:  # not split by day yet: the range's answer
-            return [_compare_changes(spec, target, batch)] * len(days)
+        if spec.delete_column is not None:
+            return _compare_change_days(spec, target, batch, days)
 
         column = spec.partition_column or ""
         plan = plan_merge(

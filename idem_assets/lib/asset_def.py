@@ -152,7 +152,9 @@ class LakeAssetDef:
                 ),
             )
             # Typed columns show their declared types (decimal(18,2)); an Arrow schema, Arrow's.
+            # A delete marker is read, never stored.
             for field in self.schema
+            if field.name != self.spec.delete_column
         ]
         z_order = {Z_ORDER_KEY: list(self.z_order)} if self.z_order else {}
         return {

@@ -50,6 +50,8 @@ def test_a_declared_delete_marker_converges_in_any_order(tmp_path):
     _lay_out(landing, changes)
     source = declaration_from_mapping(DECLARED, "test")
     defs, lake = declared_definitions([source], landing, tmp_path)
+    shown = defs.resolve_assets_def("crm_customers").metadata_by_key[dg.AssetKey("crm_customers")]
+    assert [c.name for c in shown["dagster/column_schema"].columns] == [KEY, VERSION, "segment"]
     alone = dg.define_asset_job("alone", selection=dg.AssetSelection.assets("crm_customers"))
     job = dg.Definitions.merge(defs, dg.Definitions(jobs=[alone])).resolve_job_def("alone")
     instance = dg.DagsterInstance.ephemeral()
