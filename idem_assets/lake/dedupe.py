@@ -29,19 +29,26 @@ class DedupeResult:
     conflicting_keys: int
 
 
+# The boolean column that marks an event as a delete of its key, while events are ordered.
+DELETE_FLAG = "__idem_delete"
+
+
 def survivor_order(
     columns: Sequence[str], key: Sequence[str], version_column: str | None
 ) -> tuple[list[str], list[bool]]:
     """Sort columns and directions that put each key's surviving row first.
 
-    Within a key: highest version first, then the lexicographically greatest row
+    Within a key: highest version first, then a delete before an upsert (when the
+    ``DELETE_FLAG`` column is among ``columns``: a source that deletes and writes a key
+    at one version must say which came last), then the lexicographically greatest row
     over the remaining columns in name order (nulls last). It depends on content
     only, never on input position, and any engine that sorts (Polars, Spark,
     SQL) reproduces it exactly.
     """
     key = list(key)
-    rest = sorted(c for c in columns if c not in key and c != version_column)
-    order = [*key, *([version_column] if version_column else []), *rest]
+    flag = [DELETE_FLAG] if DELETE_FLAG in columns else []
+    rest = sorted(c for c in columns if c not in key and c != version_column and c not in flag)
+    order = [*key, *([version_column] if version_column else []), *flag, *rest]
     descending = [False] * len(key) + [True] * (len(order) - len(key))
     return order, descending
 

@@ -10,7 +10,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
-from idem_assets.lake.dedupe import DedupeResult, dedupe_newest, survivors
+from idem_assets.lake.dedupe import DELETE_FLAG, DedupeResult, dedupe_newest, survivors
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
 from idem_assets.lake.predicates import Range, all_of, quote_identifier
@@ -247,7 +247,7 @@ def _execute(
 
 
 # --- Deletes ordered like updates (issue 33, work in progress) -------------------------
-_DELETE = "__idem_delete"
+_DELETE = DELETE_FLAG
 
 
 def tombstones_of(
@@ -275,20 +275,14 @@ def newest_events(
     delete_column: tuple[str, object],
     tombstones: pa.Table,
 ) -> pl.DataFrame:
-    """One event per key: highest version, a delete before an upsert at one version, then
-    content; tombstones take part as deletes. ``_DELETE`` says which kind won."""
+    """One event per key, by ``survivor_order`` (a delete wins a tie); tombstones take part
+    as deletes. ``_DELETE`` says which kind won."""
     column, marker = delete_column
     events = to_polars(batch).with_columns((pl.col(column) == marker).alias(_DELETE)).drop(column)
     if tombstones.num_rows:
         stones = to_polars(tombstones).with_columns(pl.lit(True).alias(_DELETE))
         events = pl.concat([events, stones], how="diagonal_relaxed")
-    rest = sorted(c for c in events.columns if c not in (*key, version_column, _DELETE))
-    ordered = events.sort(
-        [*key, version_column, _DELETE, *rest],
-        descending=[False] * len(key) + [True, True] + [True] * len(rest),
-        nulls_last=True,
-    )
-    return ordered.unique(subset=list(key), keep="first", maintain_order=True)
+    return survivors(events, key, version_column)
 
 
 @dataclass(frozen=True)
