@@ -1,7 +1,8 @@
 """``idem-assets check``: run asset checks against the existing lake, fail CI on ERROR.
 
 (``idem-assets pools [--apply]`` sets each lake table's writer limit in the instance: see
-``idem_assets.check.pools``.)
+``idem_assets.check.pools``; ``idem-assets erase`` erases a key for good: see
+``idem_assets.check.erase``.)
 
 Dagster has no command that runs asset checks and fails when one fails (``dagster asset
 materialize`` and ``dg launch`` exit 0 when a non-blocking check fails). This one::
@@ -29,10 +30,20 @@ from pathlib import Path
 
 import dagster as dg
 
+from idem_assets.check.erase import (
+    EraseError,
+    bound_resources,
+    erasable_tables,
+    erase,
+    erase_report,
+    erasure_status,
+    parse_key,
+)
 from idem_assets.check.location import CheckCommandError, load_definitions
 from idem_assets.check.pools import apply_writers, declared_writers
 from idem_assets.check.report import junit_xml, table
 from idem_assets.check.run import run_checks
+from idem_assets.checkpoint.erasures import ErasureLedger
 
 # Dagster's own variable for where its instance lives (see idem_assets.resources).
 DAGSTER_HOME_ENV = "DAGSTER_HOME"
@@ -74,13 +85,29 @@ def main(argv: list[str] | None = None) -> int:
     pools.add_argument(
         "--apply", action="store_true", help="set the limits in the instance of DAGSTER_HOME"
     )
-    for command in (check, pools):
+    erase = commands.add_parser(
+        "erase",
+        help="erase a key from every lake table declaring it, and from every later write",
+    )
+    what = erase.add_mutually_exclusive_group(required=True)
+    what.add_argument("--key", metavar="COLUMN=VALUE", help="the key to erase, e.g. customer_id=42")
+    what.add_argument(
+        "--status",
+        action="store_true",
+        help="list the erased keys (by digest) and the files still holding each",
+    )
+    erase.add_argument(
+        "--tables", help="comma-separated lake tables (default: every table declaring the column)"
+    )
+    for command in (check, pools, erase):
         command.add_argument("-m", "--module-name", help="the code location's module")
         command.add_argument("-f", "--python-file", help="the code location's Python file")
         command.add_argument("-a", "--attribute", help="the Definitions attribute in it")
     args = parser.parse_args(argv)
     if args.command == "pools":
         return _pools(args)
+    if args.command == "erase":
+        return _erase(args)
     try:
         definitions = load_definitions(
             args.module_name, args.python_file, args.attribute, Path.cwd()
@@ -131,6 +158,27 @@ def _pools(args: argparse.Namespace) -> int:
     else:
         for pool, limit in limits.items():
             print(f"{pool}\t{limit} writer(s)")
+    return 0
+
+
+def _erase(args: argparse.Namespace) -> int:
+    """``idem-assets erase --key COLUMN=VALUE [--tables ...]`` or ``--status``: 0, or 2 on a
+    usage error (a malformed key, an unknown table, no table declaring the column)."""
+    try:
+        definitions = load_definitions(
+            args.module_name, args.python_file, args.attribute, Path.cwd()
+        )
+        declared = erasable_tables(definitions)
+        with bound_resources(definitions) as (lake, checkpoint), checkpoint.open() as store:
+            if args.status:
+                print(erasure_status(ErasureLedger(store)))
+                return 0
+            column, value = parse_key(args.key)
+            tables = [t.strip() for t in args.tables.split(",")] if args.tables else None
+            print(erase_report(erase(lake, store, declared, column, value, tables)))
+    except (CheckCommandError, EraseError) as error:
+        print(f"idem-assets erase: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

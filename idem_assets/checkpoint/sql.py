@@ -222,6 +222,9 @@ GET_MEMOS = """
 SELECT memo_key, stamp, memo FROM checkpoint_memos
 WHERE scope = :scope AND memo_key IN (SELECT value FROM {json_array:keys})"""
 
+SCOPE_MEMOS = """
+SELECT memo_key, stamp, memo FROM checkpoint_memos WHERE scope = :scope ORDER BY memo_key"""
+
 PUT_MEMO = """
 INSERT INTO checkpoint_memos (scope, memo_key, stamp, memo, updated_at)
 VALUES (:scope, :memo_key, :stamp, :memo, :now)

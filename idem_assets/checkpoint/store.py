@@ -331,6 +331,11 @@ class CheckpointStore:
         rows = self._run(sql.GET_MEMOS, params).fetchall()
         return {key: Memo(key, stamp, decode_json(memo)) for key, stamp, memo in rows}
 
+    def memos_in(self, scope: str) -> dict[str, Memo]:
+        """Every memo of ``scope``, by key."""
+        rows = self._run(sql.SCOPE_MEMOS, {"scope": require_key("scope", scope)}).fetchall()
+        return {key: Memo(key, stamp, decode_json(memo)) for key, stamp, memo in rows}
+
     def remember(self, scope: str, memos: Iterable[Memo]) -> int:
         """Keep each memo (replacing the key's earlier one), all in one transaction."""
         now = self._now()

@@ -19,6 +19,7 @@ from idem_assets.checkpoint.leases import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.config import DeltaIOManagerConfig
 from idem_assets.io_manager.delta_modes import WriteMode
+from idem_assets.io_manager.erasure import erased_for, without_erased
 from idem_assets.io_manager.handlers import (
     OutputHandler,
     WriteRequest,
@@ -181,6 +182,7 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         """
         # The batch first: its fingerprint is then hashed on another thread while the
         # checkpoint is written, and an unchanged rerun (hash-bound) waits for it less.
+        output, erased_rows = without_erased(output, erased_for(spec, log.store))
         try:
             prepared = handler.prepare(spec, output)
         except BaseException as error:
@@ -240,6 +242,8 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
             )
         if output.input_signature:
             metadata["input_signature"] = output.input_signature
+        if spec.erasable_keys:
+            metadata["erased_rows_filtered"] = erased_rows if erased_rows is not None else "n/a"
         return metadata
 
     def _commit_metadata(

@@ -55,6 +55,11 @@ class WriteSpec(BaseModel):
         default=True,
         description="The delete_column value that means delete (e.g. 'D' for an op column).",
     )
+    erasable_keys: tuple[str, ...] = Field(
+        default=(),
+        description="Columns that identify a person (e.g. customer_id): `idem-assets erase` "
+        "removes a key's rows from the table, and every later write filters it out.",
+    )
     table: str | None = Field(
         default=None, description="Table path under the lake root; defaults to the asset key."
     )
@@ -68,7 +73,7 @@ class WriteSpec(BaseModel):
         "Overwrite replaces exactly the run's partitions of it.",
     )
 
-    @field_validator("natural_key", "prune_columns")
+    @field_validator("natural_key", "prune_columns", "erasable_keys")
     @classmethod
     def _identifiers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:

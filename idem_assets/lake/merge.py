@@ -248,6 +248,8 @@ def _execute(
 
 # --- Deletes ordered like updates (issue 33, work in progress) -------------------------
 _DELETE = DELETE_FLAG
+# The tombstones of a table are kept in a Delta table at its location plus this.
+TOMBSTONES_SUFFIX = "__tombstones"
 
 
 def tombstones_of(
@@ -426,6 +428,11 @@ def merge_changes(
     return result, found[0]
 
 
+def tombstones_table(target: LakeTable) -> LakeTable:
+    """The Delta table beside ``target`` that keeps its tombstones."""
+    return LakeTable(f"{target.uri}{TOMBSTONES_SUFFIX}", target.storage_options)
+
+
 @dataclass(frozen=True)
 class Tombstones:
     """Where a table's deleted keys and the versions of their newest deletes are kept: a
@@ -440,7 +447,7 @@ class Tombstones:
     def beside(cls, target: LakeTable, key: Sequence[str], version_column: str) -> Tombstones:
         """The tombstones of ``target``."""
         return cls(
-            LakeTable(f"{target.uri}__tombstones", target.storage_options),
+            tombstones_table(target),
             tuple(key),
             version_column,
         )

@@ -14,6 +14,10 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from idem_assets.checkpoint import CheckpointStore
+from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.lake import LakeTable
+from idem_assets.lake.erasure import satellites
 from idem_assets.lake.maintenance import (
     MIN_RETENTION_HOURS,
     MaintenanceError,
@@ -23,7 +27,7 @@ from idem_assets.lake.maintenance import (
 )
 from idem_assets.landing.quarantine import QUARANTINE_TABLE
 from idem_assets.lib.asset_def import Z_ORDER_KEY
-from idem_assets.resources import LakeResource
+from idem_assets.resources import CheckpointResource, LakeResource
 
 
 class MaintenanceConfig(dg.Config):
@@ -73,8 +77,10 @@ def maintain(
     config: MaintenanceConfig,
     lake: LakeResource,
     known: Mapping[str, tuple[str, ...]],
+    store: CheckpointStore | None = None,
 ) -> Iterator[dg.AssetObservation]:
-    """Maintain the configured tables of ``known``; one observation per asset's table."""
+    """Maintain the configured tables of ``known``; one observation per asset's table. With
+    ``store``, the erasure ledger learns which removed files holding erased keys are gone."""
     names = config.tables or sorted(known)
     unknown = sorted(set(names) - set(known))
     if unknown:
@@ -96,8 +102,12 @@ def maintain(
                 }
             if config.vacuum:
                 cleared = vacuum(target, config.retention_hours)
+                # The tables kept beside it (a merge's tombstones) hold its keys too.
+                beside = [
+                    vacuum(t, config.retention_hours) for t in satellites(target) if t.exists()
+                ]
                 metadata |= {
-                    "vacuumed_files": len(cleared.files),
+                    "vacuumed_files": len(cleared.files) + sum(len(b.files) for b in beside),
                     "retention_hours": cleared.retention_hours,
                 }
             if config.checkpoint:
@@ -107,9 +117,23 @@ def maintain(
         opened = target.open()
         assert opened is not None
         metadata["delta_version"] = opened.version()
+        if config.vacuum and store is not None:
+            metadata["files_holding_erased_keys"] = _erased_files_left(store, target)
         context.log.info(f"{name}: {metadata}")
         if name != QUARANTINE_TABLE:
             yield dg.AssetObservation(asset_key=dg.AssetKey(name.split("/")), metadata=metadata)
+
+
+def _erased_files_left(store: CheckpointStore, target: LakeTable) -> int:
+    """Files of ``target`` and its satellites still holding erased keys, after a vacuum."""
+    ledger = ErasureLedger(store)
+    uris = {target.uri, *(t.uri for t in satellites(target))}
+    left = 0
+    for entry in ledger.entries():
+        if uris & set(entry.pending_files()):
+            held = ledger.still_holding(entry)
+            left += sum(len(files) for uri, files in held.items() if uri in uris)
+    return left
 
 
 def maintenance_definitions(defs: dg.Definitions) -> dg.Definitions:
@@ -122,9 +146,13 @@ def maintenance_definitions(defs: dg.Definitions) -> dg.Definitions:
         out={},
     )
     def maintain_lake_tables(
-        context: dg.OpExecutionContext, config: MaintenanceConfig, lake: LakeResource
+        context: dg.OpExecutionContext,
+        config: MaintenanceConfig,
+        lake: LakeResource,
+        checkpoint: CheckpointResource,
     ) -> Iterator[dg.AssetObservation]:
-        yield from maintain(context, config, lake, known)
+        with checkpoint.open() as store:
+            yield from maintain(context, config, lake, known, store)
 
     @dg.job(
         name="lake_maintenance_job",

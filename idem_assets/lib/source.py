@@ -72,6 +72,7 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
             prune_columns=tuple(source.prune_columns),
             delete_column=source.delete_marker.column if source.delete_marker else None,
             delete_value=source.delete_marker.value if source.delete_marker else True,
+            erasable_keys=tuple(source.erasable_keys),
         ),
         schema=source.table_columns(),
         compute=compute,

@@ -102,6 +102,12 @@ class LandingSource(Declared):
         description="Merge only: a row marked so deletes its key; ordered by the version "
         "like an update (a delete wins a tie), so an older upsert never brings it back.",
     )
+    erasable_keys: tuple[str, ...] = Field(
+        default=(),
+        description="Columns that identify a person (e.g. customer_id): `idem-assets erase "
+        "--key customer_id=42` removes the key's rows in one commit and every later write "
+        "(rerun, backfill, Spark, stream) leaves them out; erased_keys_absent checks it.",
+    )
     prune_columns: tuple[str, ...] = Field(
         default=(),
         description="Merge only: columns whose [min, max] prunes the "
@@ -216,6 +222,8 @@ class LandingSource(Declared):
             self.require("delete_marker", self.delete_marker.column, read=True)
             if self.resolved_strategy != "merge" or self.version is None:
                 raise ValueError("delete_marker needs strategy merge and a version column")
+        for column in self.erasable_keys:
+            self.require("erasable_keys", column)
         for column in self.z_order:
             self.require("z_order", column)
         for column in self.columns:

@@ -1,4 +1,5 @@
-"""Conservation: every raw landing row is loaded, dropped as a duplicate, or quarantined."""
+"""Conservation: every raw landing row is loaded, dropped as a duplicate, quarantined, or left
+out because it holds an erased key."""
 
 import dagster as dg
 
@@ -6,10 +7,17 @@ CONSERVATION = "conservation"
 
 
 def conservation_result(
-    label: str, raw: int, loaded: int, duplicates: int, quarantined: int, expected_loaded: int
+    label: str,
+    raw: int,
+    loaded: int,
+    duplicates: int,
+    quarantined: int,
+    expected_loaded: int,
+    erased: int = 0,
 ) -> dg.AssetCheckResult:
-    """raw rows == loaded + duplicates dropped + quarantined, and every kept row is stored."""
-    unaccounted = raw - (loaded + duplicates + quarantined)
+    """raw rows == loaded + duplicates dropped + quarantined + erased, and every kept row is
+    stored."""
+    unaccounted = raw - (loaded + duplicates + quarantined + erased)
     return dg.AssetCheckResult(
         check_name=CONSERVATION,
         passed=unaccounted == 0 and loaded == expected_loaded,
@@ -19,6 +27,7 @@ def conservation_result(
             "loaded": loaded,
             "duplicates_dropped": duplicates,
             "quarantined": quarantined,
+            "erased": erased,
             "unaccounted": unaccounted,
             "expected_loaded": expected_loaded,
         },

@@ -9,8 +9,11 @@ import dagster as dg
 from idem_assets.io_manager import RerunComparison, Window, compare, prepare, target_table
 from idem_assets.io_manager.strategies import compare_days
 from idem_assets.lake import read_rows
+from idem_assets.lake.frames import to_arrow
 from idem_assets.lib.asset_def import LakeAssetDef
+from idem_assets.lib.checks.erased import erased_keys_check
 from idem_assets.lib.checks.landing import landing_checks
+from idem_assets.lib.checks.ledger import erased_of
 from idem_assets.lib.checks.per_partition import CheckName, LakeCheck, spans
 from idem_assets.lib.checks.proofs import Reads
 from idem_assets.resources import LakeResource
@@ -30,7 +33,8 @@ def _rerun_equality(
     daily = spec.partition_column is not None and all(_one_day(w) for w in windows)
     groups = spans(windows) if daily else [(w, [i]) for i, w in enumerate(windows)]
     for span, members in groups:
-        batch = prepare(spec, definition.compute(lake, span), definition.arrow_schema)
+        rows, _ = erased_of(definition).without(to_arrow(definition.compute(lake, span)))
+        batch = prepare(spec, rows, definition.arrow_schema)
         compared = (
             compare_days(spec, target, batch, [windows[i].start for i in members])  # type: ignore[misc]
             if daily
@@ -155,4 +159,6 @@ def standard_checks(definition: LakeAssetDef) -> list[LakeCheck]:
         checks.append(unique_key_check(definition))
     if definition.landing_source is not None:
         checks.append(landing_checks(definition))
+    if definition.spec.erasable_keys:
+        checks.append(erased_keys_check(definition))
     return [*checks, *definition.checks]

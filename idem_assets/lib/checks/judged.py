@@ -28,6 +28,7 @@ from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
 from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.checks.conservation import conservation_result
+from idem_assets.lib.checks.ledger import erased_of
 from idem_assets.lib.checks.results import (
     DayShare,
     quarantine_share_result,
@@ -55,6 +56,8 @@ class JudgedSpan:
     # Window index of each day folder (a snapshot's rows: under None).
     window_of: Mapping[dt.date | None, int]
     deduplicated: PreparedBatch
+    # Valid rows left out because they hold an erased key, per window.
+    erased_by_window: Counter[int]
 
     @classmethod
     def of(
@@ -80,11 +83,17 @@ class JudgedSpan:
             days = pl.Series(batch.row_days())
             index = days.replace_strict(window_of, return_dtype=pl.Int32)
         rows = rows.append_column(_WINDOW, index.to_arrow())
+        import pyarrow.compute as pc  # here, not at import: see idem_assets._lazy
+
+        # Rows of erased keys are left out, as a write leaves them out, and counted.
+        held = erased_of(definition).held(rows)
+        erased = Counter(rows.filter(held).column(_WINDOW).to_pylist())
+        rows = rows.filter(pc.invert(held))
         spec = definition.spec
         if spec.dedupe and spec.natural_key:
             # The window is part of the key: each window deduplicated as if read alone.
             spec = spec.model_copy(update={"natural_key": (_WINDOW, *spec.natural_key)})
-        return cls(definition, lake, batch, windows, window_of, prepare(spec, rows))
+        return cls(definition, lake, batch, windows, window_of, prepare(spec, rows), erased)
 
     def _counts(self, values: list[object]) -> Counter[int]:
         """How many of ``values`` (day folders or partition days) fall in each window."""
@@ -244,9 +253,10 @@ class JudgedSpan:
             window.label(),
             raw=self._raw_by_window[index],
             loaded=self._loaded_by_window[index],
-            duplicates=self._valid_by_window[index] - kept,
+            duplicates=self._valid_by_window[index] - kept - self.erased_by_window[index],
             quarantined=self._quarantined_by_window[index],
             expected_loaded=kept,
+            erased=self.erased_by_window[index],
         )
 
     def quarantine_share(self, window: Window, threshold: float) -> dg.AssetCheckResult:

@@ -29,6 +29,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from idem_assets.checkpoint import CheckpointStore
 from idem_assets.io_manager import Window
+from idem_assets.lib.checks.ledger import erasures_known
 from idem_assets.lib.checks.proofs import Reads, Stamps, carried, memo_key, memo_scope, to_memo
 from idem_assets.lib.landing_io import shared_landing_reads
 from idem_assets.partitions import window_dates
@@ -166,7 +167,7 @@ def evaluate_checks(
     windows = partition_windows(definition, context)
     partitions = [partition for partition, _ in windows]
     targets = target_materializations(context, definition.key, partitions)
-    with checkpoint.open() as store, shared_landing_reads():
+    with checkpoint.open() as store, shared_landing_reads(), erasures_known(store):
         stamps = Stamps(definition, lake, store, [window for _, window in windows])
         for check in checks:
             wanted = [item.name for item in check.names if item.name in selected]

@@ -31,6 +31,7 @@ from idem_assets.io_manager.strategies import strategy_for, window_slice
 from idem_assets.lake.tables import FileIndex
 from idem_assets.landing.files import discover_days, discover_snapshot
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
+from idem_assets.lib.checks.ledger import erased_of
 from idem_assets.lib.inputs import input_signatures, keep_hashes, known_hashes
 from idem_assets.resources import LakeResource
 
@@ -86,6 +87,9 @@ class Stamps:
         parts = {item.value: self._part(item, index) for item in sorted(reads)}
         if any(part is None for part in parts.values()):
             return None
+        if self.definition.spec.erasable_keys:
+            # Every result of a table with erasable keys depends on which keys are erased.
+            parts["erasures"] = erased_of(self.definition).digest()
         described = json.dumps(
             {
                 "definition": self.definition.definition_digest,
