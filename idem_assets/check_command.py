@@ -171,7 +171,7 @@ def _erase(args: argparse.Namespace) -> int:
         declared = erasable_tables(definitions)
         with bound_resources(definitions) as (lake, checkpoint), checkpoint.open() as store:
             if args.status:
-                print(erasure_status(ErasureLedger(store)))
+                print(erasure_status(ErasureLedger(store), lake))
                 return 0
             column, value = parse_key(args.key)
             tables = [t.strip() for t in args.tables.split(",")] if args.tables else None

@@ -12,7 +12,7 @@ the same. Keys are printed and committed by digest (``key_digest``), never by va
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -69,7 +69,7 @@ class Erased:
     """What one ``erase`` did: the ledger entry and each table's outcome."""
 
     erasure: Erasure
-    done: Sequence[ErasedFrom]
+    done: Mapping[str, ErasedFrom]  # by table name
     still_held: Mapping[str, list[str]]
 
 
@@ -96,37 +96,37 @@ def erase(
         raise EraseError(f"no lake table declares {column} in erasable_keys")
     ledger = ErasureLedger(store)
     erasure = ledger.record(column, value)
-    done = []
+    done = {}
     for name in names:
         target = lake.table(name)
         for table in (target, *satellites(target)):
-            done.append(erase_key(table, column, value, {"idem.erase": "1"}))
+            done[name + table.uri[len(target.uri) :]] = erase_key(
+                table, column, value, {"idem.erase": "1"}
+            )
     erasure = ledger.note(erasure, done)
-    return Erased(erasure, done, ledger.still_holding(erasure))
+    return Erased(erasure, done, ledger.still_holding(erasure, lake.table))
 
 
 def erase_report(erased: Erased) -> str:
     """What an erase did, table by table (the key by digest only)."""
     lines = [f"erased key {erased.erasure.digest} ({erased.erasure.column})"]
-    for item in erased.done:
+    for name, item in erased.done.items():
         if item.version is None:
-            lines.append(f"  {item.uri}: no row holds it")
+            lines.append(f"  {name}: no row holds it")
         else:
-            lines.append(
-                f"  {item.uri}: {item.rows_deleted} row(s) deleted in version {item.version}"
-            )
+            lines.append(f"  {name}: {item.rows_deleted} row(s) deleted in version {item.version}")
     lines.extend(_held_lines(erased.still_held))
     return "\n".join(lines)
 
 
-def erasure_status(ledger: ErasureLedger) -> str:
+def erasure_status(ledger: ErasureLedger, lake: LakeResource) -> str:
     """Every erased key (by digest) and the files still holding it."""
     entries = ledger.entries()
     if not entries:
         return "no key has been erased"
     lines = []
     for entry in entries:
-        held = ledger.still_holding(entry)
+        held = ledger.still_holding(entry, lake.table)
         tables = ", ".join(sorted(entry.tables)) or "no table"
         lines.append(f"{entry.digest} ({entry.column}): erased from {tables}")
         lines.extend(_held_lines(held))
@@ -137,7 +137,7 @@ def _held_lines(held: Mapping[str, list[str]]) -> list[str]:
     if not held:
         return ["  no data file holds it any more"]
     return [
-        f"  {uri}: {len(files)} removed data file(s) still hold it until vacuum's retention "
+        f"  {name}: {len(files)} removed data file(s) still hold it until vacuum's retention "
         "passes (lake_maintenance_job then deletes them)"
-        for uri, files in held.items()
+        for name, files in held.items()
     ]

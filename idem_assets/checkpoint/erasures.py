@@ -10,7 +10,7 @@ decision, made in the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +37,8 @@ class Erasure:
         return key_digest(self.column, self.value)
 
     def pending_files(self) -> dict[str, list[str]]:
-        """Table -> data files that held the key and were not yet seen gone."""
-        return {uri: list(t["files"]) for uri, t in self.tables.items() if t.get("files")}
+        """Table name -> data files that held the key and were not yet seen gone."""
+        return {name: list(t["files"]) for name, t in self.tables.items() if t.get("files")}
 
 
 def _memo_key(column: str, value: str) -> str:
@@ -61,13 +61,13 @@ class ErasureLedger:
         self._keep(erasure)
         return erasure
 
-    def note(self, erasure: Erasure, done: Sequence[ErasedFrom]) -> Erasure:
-        """Add what erasing did to tables (the commit, the files it removed)."""
+    def note(self, erasure: Erasure, done: Mapping[str, ErasedFrom]) -> Erasure:
+        """Add what erasing did to tables, by table name (the commit, the files it removed)."""
         tables = dict(erasure.tables)
-        for item in done:
-            earlier = tables.get(item.uri, {})
+        for name, item in done.items():
+            earlier = tables.get(name, {})
             files = sorted({*earlier.get("files", ()), *item.files_removed})
-            tables[item.uri] = {
+            tables[name] = {
                 "version": item.version if item.version is not None else earlier.get("version"),
                 "rows": int(earlier.get("rows", 0)) + item.rows_deleted,
                 "files": files,
@@ -76,25 +76,27 @@ class ErasureLedger:
         self._keep(updated)
         return updated
 
-    def files_gone(self, erasure: Erasure, uri: str, remaining: Iterable[str]) -> Erasure:
-        """Keep only ``remaining`` as the files of ``uri`` still holding the key."""
+    def files_gone(self, erasure: Erasure, name: str, remaining: Iterable[str]) -> Erasure:
+        """Keep only ``remaining`` as the files of table ``name`` still holding the key."""
         tables = dict(erasure.tables)
-        if uri in tables:
-            tables[uri] = {**tables[uri], "files": sorted(remaining)}
+        if name in tables:
+            tables[name] = {**tables[name], "files": sorted(remaining)}
         updated = Erasure(erasure.column, erasure.value, erasure.erased_at, tables)
         self._keep(updated)
         return updated
 
-    def still_holding(self, erasure: Erasure) -> dict[str, list[str]]:
-        """Table -> the data files still on storage that hold the key; the ledger forgets
-        the ones found gone (vacuumed)."""
+    def still_holding(
+        self, erasure: Erasure, table: Callable[[str], LakeTable]
+    ) -> dict[str, list[str]]:
+        """Table name -> the data files still on storage that hold the key (``table`` locates
+        a table by name); the ledger forgets the files found gone (vacuumed)."""
         held = {}
-        for uri, files in erasure.pending_files().items():
-            remaining = files_holding(LakeTable(uri), files)
+        for name, files in erasure.pending_files().items():
+            remaining = files_holding(table(name), files)
             if len(remaining) < len(files):
-                erasure = self.files_gone(erasure, uri, remaining)
+                erasure = self.files_gone(erasure, name, remaining)
             if remaining:
-                held[uri] = remaining
+                held[name] = remaining
         return held
 
     def find(self, column: str, value: str) -> Erasure | None:

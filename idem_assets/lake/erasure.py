@@ -116,7 +116,7 @@ def erase_key(
             return ErasedFrom(target.uri, None, 0, ())
         kind = table_schema(table).field(column).type
         source = pa.table({column: pa.array([value], pa.string()).cast(kind)})
-        before = {a["path"] for a in table.get_add_actions(flatten=True).to_pylist()}
+        before = set(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
         metrics = (
             table.merge(
                 source,
@@ -135,7 +135,7 @@ def erase_key(
         deleted = int(metrics.get("num_target_rows_deleted", 0))
         if not deleted:
             return ErasedFrom(target.uri, None, 0, ())
-        after = {a["path"] for a in table.get_add_actions(flatten=True).to_pylist()}
+        after = set(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
         return ErasedFrom(target.uri, table.version(), deleted, tuple(sorted(before - after)))
 
     return with_commit_retries(attempt)

@@ -16,7 +16,6 @@ from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore
 from idem_assets.checkpoint.erasures import ErasureLedger
-from idem_assets.lake import LakeTable
 from idem_assets.lake.erasure import satellites
 from idem_assets.lake.maintenance import (
     MIN_RETENTION_HOURS,
@@ -118,21 +117,22 @@ def maintain(
         assert opened is not None
         metadata["delta_version"] = opened.version()
         if config.vacuum and store is not None:
-            metadata["files_holding_erased_keys"] = _erased_files_left(store, target)
+            metadata["files_holding_erased_keys"] = _erased_files_left(store, lake, name)
         context.log.info(f"{name}: {metadata}")
         if name != QUARANTINE_TABLE:
             yield dg.AssetObservation(asset_key=dg.AssetKey(name.split("/")), metadata=metadata)
 
 
-def _erased_files_left(store: CheckpointStore, target: LakeTable) -> int:
-    """Files of ``target`` and its satellites still holding erased keys, after a vacuum."""
+def _erased_files_left(store: CheckpointStore, lake: LakeResource, name: str) -> int:
+    """Files of table ``name`` and its satellites still holding erased keys, after a vacuum."""
     ledger = ErasureLedger(store)
-    uris = {target.uri, *(t.uri for t in satellites(target))}
+    target = lake.table(name)
+    names = {name + t.uri[len(target.uri) :] for t in (target, *satellites(target))}
     left = 0
     for entry in ledger.entries():
-        if uris & set(entry.pending_files()):
-            held = ledger.still_holding(entry)
-            left += sum(len(files) for uri, files in held.items() if uri in uris)
+        if names & set(entry.pending_files()):
+            held = ledger.still_holding(entry, lake.table)
+            left += sum(len(files) for table, files in held.items() if table in names)
     return left
 
 

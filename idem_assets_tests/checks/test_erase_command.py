@@ -1,0 +1,154 @@
+"""``idem-assets erase``: a customer erased from every table declaring customer_id, kept out
+of a replay of all landing history, a check red when it comes back, and no file on storage
+holding it once the retention has passed and the files are vacuumed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from idem_assets.lake import read_rows
+from idem_assets.lake.erasure import key_digest
+from idem_assets.sample.generator import generate
+from idem_assets_tests.checks.test_check_command import COMMAND, ROOT, _env
+from idem_assets_tests.harness import START, day_keys
+
+KEYS = day_keys(4)
+RANGE = f"{KEYS[0]}...{KEYS[-1]}"
+SELECT = "key:orders or key:customers"
+ERASABLE = ("orders", "customers")
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(COMMAND), *args],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _holders(tmp_path: Path, customer: int) -> dict[str, int]:
+    """Table -> rows holding the customer now."""
+    out = {}
+    for name in ERASABLE:
+        ids = read_rows(DeltaTable(str(tmp_path / "lake" / name))).column("customer_id")
+        out[name] = ids.to_pylist().count(customer)
+    return out
+
+
+def _files_holding(tmp_path: Path, customer: int) -> list[Path]:
+    """Every Parquet file under the lake (any version's, tombstones too) holding it."""
+    found = []
+    for path in sorted((tmp_path / "lake").rglob("*.parquet")):
+        table = pq.read_table(path)
+        if "customer_id" in table.column_names:
+            if customer in table.column("customer_id").to_pylist():
+                found.append(path)
+    return found
+
+
+@pytest.fixture(scope="module")
+def erased(tmp_path_factory):
+    """Four days of orders and customers, then one customer of both erased."""
+    tmp_path = tmp_path_factory.mktemp("erase")
+    generate(tmp_path / "landing", START, 4, seed=7)
+    done = _run(tmp_path, "check", "--select", SELECT, "--partition-range", RANGE, "--materialize")
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    orders = read_rows(DeltaTable(str(tmp_path / "lake" / "orders")))
+    customers = set(
+        read_rows(DeltaTable(str(tmp_path / "lake" / "customers")))
+        .column("customer_id")
+        .to_pylist()
+    )
+    customer = next(c for c in orders.column("customer_id").to_pylist() if c in customers)
+    assert all(_holders(tmp_path, customer).values())
+    erase = _run(tmp_path, "erase", "--key", f"customer_id={customer}")
+    return tmp_path, customer, erase
+
+
+def test_erase_removes_the_key_from_every_declaring_table_and_never_prints_it(erased):
+    tmp_path, customer, erase = erased
+    assert erase.returncode == 0, erase.stdout + erase.stderr[-2000:]
+    digest = key_digest("customer_id", str(customer))
+    assert f"erased key {digest} (customer_id)" in erase.stdout
+    assert f"customer_id={customer}" not in erase.stdout + erase.stderr
+    assert "still hold it until vacuum's retention passes" in erase.stdout
+    assert _holders(tmp_path, customer) == {"orders": 0, "customers": 0}
+    for name in ERASABLE:
+        newest = DeltaTable(str(tmp_path / "lake" / name)).history(1)[0]
+        assert newest["idem.erased"] == digest
+
+
+def test_a_replay_of_all_landing_history_keeps_it_out_and_every_check_passes(erased):
+    tmp_path, customer, _ = erased
+    again = _run(tmp_path, "erase", "--key", f"customer_id={customer}")
+    assert again.returncode == 0 and "no row holds it" in again.stdout
+    # Every day loaded again from its landing files, as a rerun or backfill would.
+    done = _run(tmp_path, "check", "--select", SELECT, "--partition-range", RANGE, "--materialize")
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert _holders(tmp_path, customer) == {"orders": 0, "customers": 0}
+    rows = [line.split() for line in done.stdout.splitlines()]
+    checked = {(r[0], r[2]) for r in rows if len(r) > 3 and r[3] == "yes"}
+    for name in ERASABLE:
+        for check in ("erased_keys_absent", "rerun_equality", "conservation"):
+            assert (name, check) in checked, done.stdout
+
+
+def test_the_key_written_back_behind_the_lake_turns_its_check_red(erased, tmp_path):
+    source, customer, _ = erased
+    # A copy of the lake, so the other tests keep theirs.
+    shutil.copytree(source / "lake", tmp_path / "lake")
+    shutil.copytree(source / "landing", tmp_path / "landing")
+    shutil.copy(source / "state.db", tmp_path / "state.db")
+    customers = DeltaTable(str(tmp_path / "lake" / "customers"))
+    stored = read_rows(customers)
+    back = stored.slice(0, 1).set_column(
+        stored.schema.get_field_index("customer_id"),
+        "customer_id",
+        pa.array([customer], stored.schema.field("customer_id").type),
+    )
+    write_deltalake(customers, back, mode="append")
+    done = _run(tmp_path, "check", "--select", "key:customers", "--partition", KEYS[0])
+    assert done.returncode == 1, done.stdout + done.stderr[-2000:]
+    rows = [line.split()[:4] for line in done.stdout.splitlines()]
+    assert ["customers", KEYS[0], "erased_keys_absent", "NO"] in rows, done.stdout
+    assert str(customer) not in done.stdout.replace(KEYS[0], "")
+
+
+def test_after_the_retention_and_a_vacuum_no_file_holds_it(erased, tmp_path):
+    source, customer, _ = erased
+    shutil.copytree(source / "lake", tmp_path / "lake")
+    shutil.copy(source / "state.db", tmp_path / "state.db")
+    assert _files_holding(tmp_path, customer)  # the erase left them for the retention
+    status = _run(tmp_path, "erase", "--status")
+    assert status.returncode == 0 and "still hold it" in status.stdout
+    # The retention has passed (what lake_maintenance_job's vacuum does after seven days).
+    for table in (tmp_path / "lake").iterdir():
+        if (table / "_delta_log").is_dir():
+            DeltaTable(str(table)).vacuum(
+                retention_hours=0, enforce_retention_duration=False, dry_run=False
+            )
+    assert _files_holding(tmp_path, customer) == []
+    status = _run(tmp_path, "erase", "--status")
+    assert "no data file holds it any more" in status.stdout
+    assert "still hold it" not in status.stdout
+
+
+def test_usage_errors_exit_2(erased):
+    source, _, _ = erased
+    bad = _run(source, "erase", "--key", "customer_id")
+    assert bad.returncode == 2 and "column=value" in bad.stderr
+    unknown = _run(source, "erase", "--key", "customer_id=1", "--tables", "events")
+    assert unknown.returncode == 2 and "not lake tables declaring customer_id" in unknown.stderr
+    nobody = _run(source, "erase", "--key", "email=a@b.c")
+    assert nobody.returncode == 2 and "no lake table declares email" in nobody.stderr
