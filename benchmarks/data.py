@@ -147,3 +147,24 @@ def customer_changes(n: int, share: float, clustered: bool, seed: int = 2) -> pa
         }
     ).with_columns(pl.col("updated_at").dt.replace_time_zone("UTC"))
     return frame.to_arrow().cast(CUSTOMERS_SCHEMA)
+
+
+CHANGE_OP = "op"
+UPSERT, DELETE = "U", "D"
+
+
+def customer_change_events(
+    n: int, share: float, delete_share: float, clustered: bool, seed: int = 3
+) -> pa.Table:
+    """``customer_changes`` with a delete marker: ``delete_share`` of ``n`` keys deleted.
+
+    The ``op`` column is "D" on that many rows of existing customers (drawn among the
+    batch's), "U" on the others (updates and new customers); ``updated_at`` is the version.
+    """
+    changes = customer_changes(n, share, clustered)
+    ids = changes.column("customer_id").to_numpy()
+    existing = np.flatnonzero(ids < n)
+    count = min(existing.size, max(1, int(n * delete_share)))
+    op = np.full(ids.size, UPSERT, dtype=object)
+    op[np.random.default_rng(seed).choice(existing, size=count, replace=False)] = DELETE
+    return changes.append_column(CHANGE_OP, pa.array(op, pa.string()))

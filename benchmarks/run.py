@@ -4,7 +4,9 @@
 overwrite and no-op rerun (TPC-H orders as one day), the drop-in for dagster-deltalake (the
 same assets through its IO manager and ours), the drop-in for dagster-delta (its merge mode
 through its IO manager and ours: a 1% upsert into 10M customers, its unchanged rerun, a first
-write), MERGE (synthetic customers, 1M and 10M rows), fingerprint (TPC-H lineitem), backfill
+write), MERGE (synthetic customers, 1M and 10M rows), changes with deletes (a 1% change set
+of which a tenth deletes into 10M customers: ours, a hand-written delta-rs MERGE, dagster-delta's
+WhenNotMatchedBySourceDelete, and SCD2 history), fingerprint (TPC-H lineitem), backfill
 through Dagster, fast runs (the code location's import and ``dg launch`` runs, in-process and
 multiprocess), the whole history (TPC-H orders, 30, 365 and 2,406 days as one ``dg launch``
 range, its unchanged rerun and one corrected day, beside a plain delta-rs process and Dagster's
@@ -38,6 +40,7 @@ HEADINGS = {
     "dropin": "## Drop-in for dagster-deltalake",
     "dropin_delta": "## Drop-in for dagster-delta",
     "merge": "## MERGE",
+    "changes": "## Changes with deletes, and history",
     "fingerprint": "## Fingerprint",
     "backfill": "## Backfill through Dagster",
     "fast_runs": "## Fast runs: importing the code location, runs from the CLI",
@@ -232,6 +235,17 @@ def main(argv: list[str] | None = None) -> int:
             groups.setdefault(f"{shape} {int(n):,}", {})[name] = value
         bars(PLOTS / "merge.png", "MERGE of 1% changed customers", groups)
         blocks["merge"].append("![merge](results/merge.png)\n")
+    if "changes" in wanted:
+        from benchmarks.cases import changes
+
+        md, numbers["changes"] = changes.run_family(1_000_000 if args.quick else 10_000_000, reps)
+        blocks["changes"] += [md]
+        bars(
+            PLOTS / "changes.png",
+            "A change set with deletes: MERGE contenders and SCD2 history",
+            changes.plot_groups(numbers["changes"]),
+        )
+        blocks["changes"].append("![changes](results/changes.png)\n")
     if "fingerprint" in wanted:
         from benchmarks.cases import fingerprint
 

@@ -77,6 +77,9 @@ CAUSES = {
     "spark_same": "the engines' tables differ: see S5",
     "spark_failed": "{failed} failed: see S5",
     "spark_big": "{cause}",
+    "changes_history": "see C: the share of each contender's time spent in its MERGE",
+    "changes_rerun": "the rerun of the change set committed: see C",
+    "changes_wrong": "a result table differs from the correct merge of the change set: see C",
     "history": "see the Whole history section: the split of the first backfill above "
     "Dagster's floors",
     "history_failed": "a run of the whole history failed: see its section",
@@ -196,6 +199,49 @@ def _merge(numbers: dict[str, Any]) -> list[list[str]]:
         )
     if spread is not None:
         rows.append(["3. random 1% merge: reported", f"{spread:.2f}×", "reported", ""])
+    return rows
+
+
+def _changes(numbers: dict[str, Any]) -> list[list[str]]:
+    from benchmarks.cases.changes import HISTORY, OURS, RERUN, UNAVAILABLE, history_ratio
+
+    values = numbers["contenders"]
+    ratio = history_ratio(numbers)
+    target = "C. SCD2 history of the change set (merge_history) ≤ 2× merge_with_deletes"
+    if HISTORY not in values:
+        rows = [[target, UNAVAILABLE, "not run", ""]]
+    elif ratio is None:
+        rows = [[target, "a run failed (see C)", "**no**", CAUSES["changes_wrong"]]]
+    else:
+        history, ours = values[HISTORY]["seconds"], values[OURS]["seconds"]
+        rows = [
+            _row(
+                target,
+                f"{ratio:.2f}× ({history:.3f} s vs {ours:.3f} s)",
+                ratio <= 2.0,
+                CAUSES["changes_history"],
+            )
+        ]
+    rerun = values[RERUN]
+    quiet = not rerun["new_versions"] and not rerun["tombstones_moved"]
+    rows.append(
+        _row(
+            "C. the same change set again commits nothing (table and tombstones)",
+            f"new versions {rerun['new_versions']}, tombstones "
+            f"{'moved' if rerun['tombstones_moved'] else 'unchanged'}",
+            quiet,
+            CAUSES["changes_rerun"],
+        )
+    )
+    right = [name for name, value in values.items() if value["check"] == "ok"]
+    rows.append(
+        _row(
+            "C. every contender's result table is the correct merge of the change set",
+            f"{len(right)} of {len(values)} right",
+            len(right) == len(values),
+            CAUSES["changes_wrong"],
+        )
+    )
     return rows
 
 
@@ -715,6 +761,7 @@ _FAMILIES: list[tuple[str, Callable[[dict[str, Any]], list[list[str]]]]] = [
     ("dropin", _dropin),
     ("dropin_delta", _dropin_delta),
     ("merge", _merge),
+    ("changes", _changes),
     ("fingerprint", _fingerprint),
     ("fast_runs", _fast_runs),
     ("history", _history),
@@ -733,6 +780,7 @@ ROW_LABELS: list[tuple[str, str]] = [
     ("DD2.", "dropin_delta"),
     ("DD3.", "dropin_delta"),
     ("3.", "merge"),
+    ("C.", "changes"),
     ("4.", "fingerprint"),
     ("F", "fast_runs"),
     ("H1.", "history"),
