@@ -246,7 +246,7 @@ def _execute(
     )
 
 
-# --- Deletes ordered like updates (issue 33, work in progress) -------------------------
+# --- Deletes ordered like updates --------------------------------------------------------
 _DELETE = DELETE_FLAG
 # The tombstones of a table are kept in a Delta table at its location plus this.
 TOMBSTONES_SUFFIX = "__tombstones"

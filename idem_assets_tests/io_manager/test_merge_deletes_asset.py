@@ -1,4 +1,4 @@
-"""Deletes declared on a merge asset (issue 33, work in progress): days materialized in any
+"""Deletes declared on a merge asset: days materialized in any
 order, and again, give the newest-event table; an unchanged rerun commits nothing."""
 
 import datetime as dt

@@ -1,4 +1,4 @@
-"""Deletes ordered like updates (issue 33, work in progress on this branch).
+"""Deletes ordered like updates.
 
 The semantics, as a reference any order of loads must converge to: for each key, the event
 (upsert or delete) with the highest version wins; at equal versions a delete wins (a source

@@ -1,14 +1,17 @@
-"""A declared merge source with a delete marker (issue 33, work in progress): CSV change sets
+"""A declared merge source with a delete marker: CSV change sets
 with an op column, loaded day by day in any order and again, give the newest-event table, and
 every check of every run passes."""
 
 import csv
 import datetime as dt
 import random
+import re
+from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
 import pytest
+import yaml
 
 from idem_assets.lake import read_rows
 from idem_assets.sources.load import declaration_from_mapping
@@ -126,3 +129,42 @@ def test_a_deleted_key_written_back_turns_its_day_red(tmp_path):
     checks = check_results(result)
     assert checks[("crm_customers", "rerun_equality")] is False
     assert checks[("crm_customers", "conservation")] is False
+
+
+def _documented(name: str) -> dict:
+    """The YAML example of docs/landing.md declaring ``name``, as its attributes."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "landing.md").read_text()
+    for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+        loaded = yaml.safe_load(block)
+        if isinstance(loaded, dict) and loaded.get("attributes", {}).get("name") == name:
+            return loaded["attributes"]
+    raise AssertionError(f"docs/landing.md declares no {name}")
+
+
+def test_the_documented_change_feed_declaration_runs_on_a_hand_written_export(tmp_path):
+    source = declaration_from_mapping(_documented("crm_customers"), "docs")
+    landing = tmp_path / "landing"
+    days = {
+        # A CDC export: inserts, an update, a delete, and a re-insert after a delete.
+        "2024-03-01": "customer_id,segment,updated_at,op\n"
+        "1,smb,2024-03-01T09:00:00Z,I\n2,smb,2024-03-01T09:05:00Z,I\n"
+        "3,consumer,2024-03-01T10:00:00Z,I\n",
+        "2024-03-02": "customer_id,segment,updated_at,op\n"
+        "1,enterprise,2024-03-02T08:00:00Z,U\n2,,2024-03-02T08:30:00Z,D\n"
+        "3,,2024-03-02T09:00:00Z,D\n",
+        "2024-03-03": "customer_id,segment,updated_at,op\n3,smb,2024-03-03T07:00:00Z,I\n",
+    }
+    for day, text in days.items():
+        folder = landing / "crm_customers" / f"date={day}"
+        folder.mkdir(parents=True)
+        (folder / "export.csv").write_text(text)
+    defs, lake = declared_definitions([source], landing, tmp_path)
+    alone = dg.define_asset_job("alone", selection=dg.AssetSelection.assets("crm_customers"))
+    job = dg.Definitions.merge(defs, dg.Definitions(jobs=[alone])).resolve_job_def("alone")
+    instance = dg.DagsterInstance.ephemeral()
+    for day in ("2024-03-03", "2024-03-01", "2024-03-02", "2024-03-01"):  # out of order
+        result = job.execute_in_process(partition_key=day, instance=instance)
+        assert all(check_results(result).values()), check_results(result)
+    stored = read_rows(lake.table("crm_customers").open()).to_pylist()
+    assert {r[KEY]: r["segment"] for r in stored} == {1: "enterprise", 3: "smb"}
+    assert OP not in stored[0]
