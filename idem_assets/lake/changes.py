@@ -3,9 +3,10 @@
 ``change_rows`` reads the feed of a range of versions. ``ChangeFeed`` keeps a consumer's
 offset (the last version it acknowledged) as a memo of the checkpoint store: the consumer
 reads the versions after it (``pending``), writes its output, then ``acknowledge``s the
-range's end. A consumer that stops before acknowledging is handed the same range again,
-so its output must be idempotent: e.g. ``append_exactly_once`` with the consumer as app id
-and the range's end as txn version makes the replay commit nothing.
+range's end. A consumer that stops before acknowledging is handed the same range again
+(the same end, even when newer versions came since), so its output must be idempotent:
+e.g. ``append_exactly_once`` with the consumer as app id and the range's end as txn version
+makes the replay commit nothing.
 
 What each of our writes puts in the feed: ``lake.change_data``.
 """
@@ -132,11 +133,12 @@ class OffsetStore(Protocol):
 
 @dataclass(frozen=True)
 class _Offset:
-    """A consumer's offset in the shape of a checkpoint memo."""
+    """A consumer's offset in the shape of a checkpoint memo: the last version it
+    acknowledged, and the end of the range it was handed and has not acknowledged."""
 
     key: str  # the consumer
     stamp: str  # the table it reads
-    value: dict[str, int]
+    value: dict[str, int | None]
 
 
 class PendingChanges(NamedTuple):
@@ -157,7 +159,9 @@ class ChangeFeed:
     """The changes of ``source`` a consumer has not acknowledged yet (see the module
     docstring); its offset is the memo ``consumer`` in ``scope`` of ``store``.
 
-    One process per consumer name at a time: two would both be handed the same range.
+    A range once handed out is handed out again, unchanged, until it is acknowledged, even
+    when newer versions have come since: a replay is the same batch (same rows, same end),
+    which an idempotent output recognises. One process per consumer name at a time.
     """
 
     def __init__(
@@ -177,37 +181,50 @@ class ChangeFeed:
         self.preimages = preimages
         self.scope = scope
 
-    def acknowledged(self) -> int:
-        """The last version the consumer acknowledged (-1 before its first)."""
+    def _offset(self) -> tuple[int, int | None]:
+        """(last version acknowledged or -1, end of the range handed out since or None)."""
         memo = self.store.memos(self.scope, [self.consumer]).get(self.consumer)
         if memo is None:
-            return -1
+            return -1, None
         if memo.stamp != self.source.uri:
             raise ValueError(
                 f"consumer {self.consumer!r} keeps an offset of {memo.stamp}, not of "
                 f"{self.source.uri}: give each source its own consumer name"
             )
-        return int(memo.value["version"])
+        done, handed = int(memo.value["acknowledged"]), memo.value.get("handed_out")
+        return done, None if handed is None or int(handed) <= done else int(handed)
+
+    def _remember(self, done: int, handed: int | None) -> None:
+        value = {"acknowledged": done, "handed_out": handed}
+        self.store.remember(self.scope, [_Offset(self.consumer, self.source.uri, value)])
+
+    def acknowledged(self) -> int:
+        """The last version the consumer acknowledged (-1 before its first)."""
+        return self._offset()[0]
 
     def pending(self) -> PendingChanges:
-        """The versions after the acknowledged one, up to the newest, and their change rows
-        (none, with no error, when the table does not exist yet or has no new version)."""
-        done = self.acknowledged()
+        """The versions after the acknowledged one, and their change rows: the range handed
+        out before if it was not acknowledged, else up to the newest version. None, with no
+        error, when the table does not exist yet or has no new version."""
+        done, handed = self._offset()
         table = self.source.open()
         if table is None:
             return PendingChanges(done + 1, done, pa.schema(change_fields()).empty_table())
         _require_feed(table)
-        newest = table.version()
-        if newest <= done:
+        end = table.version() if handed is None else handed
+        if end <= done:
             schema = pa.schema([*table_schema(table), *change_fields()])
             return PendingChanges(done + 1, done, schema.empty_table())
-        rows = change_rows(self.source, done + 1, newest, preimages=self.preimages)
-        return PendingChanges(done + 1, newest, rows)
+        if handed is None:
+            self._remember(done, end)  # before the rows reach the consumer
+        rows = change_rows(self.source, done + 1, end, preimages=self.preimages)
+        return PendingChanges(done + 1, end, rows)
 
     def acknowledge(self, end: int) -> None:
         """Record that the consumer's output holds the changes up to version ``end``
         (an ``end`` at or before the acknowledged one changes nothing)."""
-        if end <= self.acknowledged():
+        done, handed = self._offset()
+        if end <= done:
             return
         table = self.source.open()
         newest = -1 if table is None else table.version()
@@ -215,4 +232,4 @@ class ChangeFeed:
             raise ValueError(
                 f"cannot acknowledge version {end} of {self.source.uri}: its newest is {newest}"
             )
-        self.store.remember(self.scope, [_Offset(self.consumer, self.source.uri, {"version": end})])
+        self._remember(end, handed if handed is not None and handed > end else None)
