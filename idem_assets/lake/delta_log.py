@@ -1,7 +1,9 @@
 """The Delta log as the staged writers write it: file statistics from Parquet footers,
 partition values as the log spells them, add and remove actions, the gate on table
 features those writers cannot honour, ``commit``, the one entry point through which the
-local streaming writer and the Spark engine's staged writes reach the log, and
+local streaming writer and the Spark engine's staged writes reach the log (by way of
+``lake.staging.commit_staged``, which turns them into a MERGE on a table keeping a change
+data feed), and
 ``commit_infos``, the one way the log's commit metadata is read back.
 """
 

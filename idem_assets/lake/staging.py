@@ -1,5 +1,6 @@
 """Staged writes: Parquet files written into the table location, then committed in one go
-(through ``lake.delta_log.commit``)."""
+(``commit_staged``, through ``lake.delta_log.commit``; as a MERGE of the rows that change
+on a table keeping a change data feed)."""
 
 from __future__ import annotations
 
