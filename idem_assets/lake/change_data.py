@@ -70,8 +70,8 @@ _STORED, _NEW = "__idem_stored", "__idem_new"
 _SOURCE, _TARGET = "s", "t"
 
 # (stored rows, new rows) of each part of what a write replaces; called again when the
-# rows turn out not to be named once by their key.
-Parts = Callable[[], Iterable[tuple[pa.Table, pa.Table]]]
+# rows turn out not to be named once by their key. (Text: Arrow loads on first use.)
+Parts = Callable[[], Iterable[tuple["pa.Table", "pa.Table"]]]
 
 
 def feeds_changes(table: DeltaTable | None) -> bool:

@@ -315,6 +315,7 @@ def test_a_consumer_that_stops_before_acknowledging_replays_to_the_same_downstre
         first = append_exactly_once(downstream, rows, "copy", end)
         assert first.committed  # ... and the consumer stops here, before acknowledging
         after_crash = fingerprint(read_rows(downstream.open()))
+        write(source, state())  # a newer version comes before the consumer's rerun
         replayed = feed.pending()
         assert (replayed.start, replayed.end) == (start, end)
         assert fingerprint(replayed.rows) == fingerprint(rows)
@@ -322,6 +323,8 @@ def test_a_consumer_that_stops_before_acknowledging_replays_to_the_same_downstre
         assert not again.committed and again.proof is Proof.TXN
         feed.acknowledge(replayed.end)
         assert fingerprint(read_rows(downstream.open())) == after_crash
+        newer = consume(feed, downstream)  # then the newer version, once
+        assert newer is not None and newer.details["txn_version"] == end + 1
         assert fingerprint(rebuilt(downstream)) == fingerprint(content(source))
         assert feed.pending().empty
 
