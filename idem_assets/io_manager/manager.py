@@ -196,7 +196,7 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
             covered,
             {**self._commit_metadata(context, name, covered), **log.commit_metadata(claim)},
             log.last_settled(),
-            WriteOptions(**self._options_of(context)),
+            WriteOptions(**self._options_of(context), change_key=spec.natural_key),
         )
         crash_point(f"lake.before_write/{name}")
         checkpoint = self._checkpoint()

@@ -354,6 +354,7 @@ class Merge(WriteStrategy):
                 version_column=spec.version_column,
                 delete_column=(spec.delete_column, spec.delete_value),
                 commit_metadata=commit_metadata,
+                options=options or WriteOptions(),
             )
         return merge_upsert(
             target,
@@ -365,6 +366,7 @@ class Merge(WriteStrategy):
             commit_metadata=commit_metadata,
             deduplicated=batch.dedupe_result() if spec.dedupe else None,
             known_fingerprint=batch.fingerprint,
+            options=options or WriteOptions(),
         )
 
     def compare(

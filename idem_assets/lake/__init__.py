@@ -1,6 +1,12 @@
 """Idempotent write strategies over delta-rs. No Dagster imports live here."""
 
 from idem_assets.lake.append import append_exactly_once, txn_version
+from idem_assets.lake.changes import (
+    ChangeFeed,
+    ChangeFeedDisabledError,
+    PendingChanges,
+    change_rows,
+)
 from idem_assets.lake.dedupe import DedupeResult, dedupe_newest
 from idem_assets.lake.fingerprint import (
     Fingerprint,
@@ -29,6 +35,9 @@ from idem_assets.lake.tables import (
 )
 
 __all__ = [
+    "ChangeFeed",
+    "ChangeFeedDisabledError",
+    "PendingChanges",
     "DedupeResult",
     "Fingerprint",
     "FingerprintAccumulator",
@@ -45,6 +54,7 @@ __all__ = [
     "UnsafePredicateError",
     "WriteResult",
     "append_exactly_once",
+    "change_rows",
     "txn_version",
     "count_row_differences",
     "date_range",

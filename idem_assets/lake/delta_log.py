@@ -1,7 +1,9 @@
 """The Delta log as the staged writers write it: file statistics from Parquet footers,
 partition values as the log spells them, add and remove actions, the gate on table
 features those writers cannot honour, ``commit``, the one entry point through which the
-local streaming writer and the Spark engine's staged writes reach the log, and
+local streaming writer and the Spark engine's staged writes reach the log (by way of
+``lake.staging.commit_staged``, which turns them into a MERGE on a table keeping a change
+data feed), and
 ``commit_infos``, the one way the log's commit metadata is read back.
 """
 
@@ -20,6 +22,7 @@ from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.change_data import feeds_changes
 from idem_assets.lake.frames import is_text, nullable
 from idem_assets.lake.stored import DataFile, filesystem
 from idem_assets.lake.tables import LakeTable, table_retries, table_schema
@@ -39,7 +42,13 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _MAX_STAT_CHARS = 64
 # Table features that change neither how data files are read nor what a write must check.
 _PLAIN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
-_PLAIN_WRITER_FEATURES = _PLAIN_READER_FEATURES | {"appendOnly", "checkpointProtection"}
+# changeDataFeed: a staged commit that replaces files of such a table becomes a MERGE of the
+# rows that change (``lake.staging.commit_staged``), which writes the feed's cdc files.
+_PLAIN_WRITER_FEATURES = _PLAIN_READER_FEATURES | {
+    "appendOnly",
+    "checkpointProtection",
+    "changeDataFeed",
+}
 
 
 @dataclass(frozen=True)
@@ -161,18 +170,27 @@ def require_plain_table(
     writer = set(protocol.writer_features or []) - _PLAIN_WRITER_FEATURES
     constraints = [k for k in table.metadata().configuration if k.startswith("delta.constraints.")]
     invariants = [f.name for f in table.schema().fields if "delta.invariants" in f.metadata]
+    generated = [
+        f.name for f in table.schema().fields if "delta.generationExpression" in f.metadata
+    ]
+    # Writer version 4 is the change data feed's (handled, see above) or generated columns'.
+    legacy = 3 <= protocol.min_writer_version <= 6 and not (
+        protocol.min_writer_version == 4 and feeds_changes(table) and not generated
+    )
     if (
         protocol.min_reader_version == 2
-        or 3 <= protocol.min_writer_version <= 6
+        or legacy
         or reader
         or writer
         or constraints
         or invariants
+        or generated
     ):
         raise ValueError(
             f"{table.table_uri} needs Delta features that staged writes do not apply "
             f"(protocol {protocol.min_reader_version}/{protocol.min_writer_version}, features "
-            f"{sorted(reader | writer)}, constraints {constraints}, invariants {invariants}); "
+            f"{sorted(reader | writer)}, constraints {constraints}, invariants {invariants}, "
+            f"generated columns {generated}); "
             "write it with delta-rs's own writer (a table output) or Delta-Spark"
         )
     partitions = list(table.metadata().partition_columns)

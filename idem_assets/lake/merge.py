@@ -16,7 +16,9 @@ from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
 from idem_assets.lake.predicates import Range, all_of, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import (
+    DEFAULT_OPTIONS,
     LakeTable,
+    WriteOptions,
     commit_properties,
     read_rows,
     table_schema,
@@ -131,6 +133,7 @@ def merge_upsert(
     commit_metadata: Mapping[str, Any] | None = None,
     deduplicated: DedupeResult | None = None,
     known_fingerprint: Fingerprint | None = None,
+    options: WriteOptions = DEFAULT_OPTIONS,
 ) -> WriteResult:
     """Upsert ``data`` into the table on ``key``; newest ``version_column`` wins.
 
@@ -139,7 +142,8 @@ def merge_upsert(
     sent at all, so a rerun commits nothing. The MERGE predicate carries the
     batch's literal ``[min, max]`` of ``prune_columns`` so untouched files are
     skipped, and its update guard re-checks versions in case the table moved
-    between planning and commit.
+    between planning and commit. ``options``: the table configuration of a
+    table-creating write.
     """
     rows = to_arrow(data)
     if schema is not None:
@@ -164,6 +168,7 @@ def merge_upsert(
                 partition_by=[partition_column] if partition_column else None,
                 storage_options=target.options(),
                 commit_properties=commit_properties(metadata),
+                configuration=options.configuration(),
             )
             return WriteResult.written(
                 STRATEGY,
@@ -340,6 +345,7 @@ def merge_changes(
     delete_column: tuple[str, object],
     tombstones: pa.Table | Callable[[], pa.Table | None] | None = None,
     commit_metadata: Mapping[str, Any] | None = None,
+    options: WriteOptions = DEFAULT_OPTIONS,
 ) -> tuple[WriteResult, pa.Table]:
     """Upserts and deletes of ``data`` in one MERGE, ordered by ``version_column``; the
     result and the tombstones to keep for the next load (``tombstones`` ∪ this batch's).
@@ -366,6 +372,7 @@ def merge_changes(
                 mode="error",
                 storage_options=target.options(),
                 commit_properties=commit_properties(metadata),
+                configuration=options.configuration(),
             )
             return WriteResult.written(
                 STRATEGY, target.uri, 0, plan.batch.num_rows, content, attempts=number + 1
@@ -476,6 +483,7 @@ def merge_with_deletes(
     version_column: str,
     delete_column: tuple[str, object],
     commit_metadata: Mapping[str, Any] | None = None,
+    options: WriteOptions = DEFAULT_OPTIONS,
 ) -> WriteResult:
     """``merge_changes`` with its tombstones kept beside the table: the batch's deletes are
     stored first, then the MERGE reads them (again in each attempt)."""
@@ -491,5 +499,6 @@ def merge_with_deletes(
         delete_column=delete_column,
         tombstones=stones.read,
         commit_metadata=commit_metadata,
+        options=options,
     )
     return result

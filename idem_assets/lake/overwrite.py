@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from deltalake import DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.change_data import replace_rows
 from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import (
     Fingerprint,
@@ -20,7 +21,7 @@ from idem_assets.lake.fingerprint import (
     resolve,
 )
 from idem_assets.lake.frames import FrameLike, conform, nullable, to_arrow
-from idem_assets.lake.predicates import Condition, In, OneOf, Range, conjunction, date_range
+from idem_assets.lake.predicates import Condition, In, OneOf, Range, date_range
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import commit_overwrite, discard_unless_committed, stage_batches
 from idem_assets.lake.stored import slice_fingerprint
@@ -114,7 +115,6 @@ def overwrite_slice(
         rows = conform(rows, schema)
     check_within(rows, conditions)
     pending = known_fingerprint or PendingFingerprint(rows)
-    predicate = conjunction(conditions)
     properties = commit_properties(dict(commit_metadata or {}))
 
     def attempt(number: int) -> WriteResult:
@@ -162,22 +162,30 @@ def overwrite_slice(
                     proof=Proof.CONTENT,
                     attempts=number + 1,
                 )
-            written, replaced = rows, predicate
+            written, replaced = rows, conditions
             if changed is not None and changed.kept:
-                written, replaced = changed.rows_of(rows), changed.predicate()
+                written, replaced = changed.rows_of(rows), (changed.condition(),)
             evolve = options.evolve_schema and set(rows.column_names) - set(
                 table_schema(table).names
             )
-            write_deltalake(
+            made = replace_rows(
                 table,
                 written if evolve else conform(written, table_schema(table)),
-                mode="overwrite",
-                predicate=replaced,
-                commit_properties=properties,
-                writer_properties=options.writer(),
+                replaced,
+                properties,
+                options,
                 schema_mode="merge" if evolve else None,
             )
-            version = table.version()
+            if made is None:  # a change feed's write found no row differing
+                return WriteResult.unchanged(
+                    STRATEGY,
+                    target.uri,
+                    table.version(),
+                    resolve(pending),
+                    proof=Proof.CONTENT,
+                    attempts=number + 1,
+                )
+            version = made
             if changed is not None and changed.kept:
                 details = {"days_rewritten": len(changed.days), "days_kept": changed.kept}
                 count = written.num_rows
@@ -209,9 +217,9 @@ class ChangedDays:
         values = pa.array(list(self.days), rows.schema.field(self.column).type)
         return rows.filter(pc.is_in(rows.column(self.column), value_set=values))
 
-    def predicate(self) -> str:
-        """The changed partitions, as the predicate their rows replace."""
-        return In(self.column, self.days).sql()
+    def condition(self) -> In:
+        """The changed partitions, as the condition their rows replace."""
+        return In(self.column, self.days)
 
 
 def changed_days(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from deltalake import write_deltalake
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.change_data import replace_rows
 from idem_assets.lake.fingerprint import Fingerprint, PendingFingerprint, fingerprint, resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import Proof, WriteResult
@@ -81,15 +82,17 @@ def replace_table(
             version = 0
         else:
             check_columns(rows, table, options, exact=True)
-            write_deltalake(
-                table,
-                rows,
-                mode="overwrite",
-                schema_mode="overwrite",
-                commit_properties=properties,
-                writer_properties=options.writer(),
-            )
-            version = table.version()
+            made = replace_rows(table, rows, (), properties, options, schema_mode="overwrite")
+            if made is None:  # a change feed's write found no row differing
+                return WriteResult.unchanged(
+                    STRATEGY,
+                    target.uri,
+                    table.version(),
+                    resolve(pending),
+                    proof=Proof.CONTENT,
+                    attempts=number + 1,
+                )
+            version = made
         return WriteResult.written(
             STRATEGY,
             target.uri,

@@ -1,5 +1,6 @@
 """Staged writes: Parquet files written into the table location, then committed in one go
-(through ``lake.delta_log.commit``)."""
+(``commit_staged``, through ``lake.delta_log.commit``; as a MERGE of the rows that change
+on a table keeping a change data feed)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ import datetime as dt
 import itertools
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from deltalake import CommitProperties, DeltaTable
-from deltalake.transaction import AddAction
+from deltalake.transaction import AddAction, RemoveAction
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.change_data import feeds_changes, merge_changed_rows
 from idem_assets.lake.delta_log import (
     NULL_PARTITION,
     StagedFile,
@@ -28,8 +30,9 @@ from idem_assets.lake.delta_log import (
 )
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint_batches
 from idem_assets.lake.frames import nullable
-from idem_assets.lake.stored import data_files, filesystem, parquet_batches
-from idem_assets.lake.tables import LakeTable
+from idem_assets.lake.predicates import Condition, In, date_range
+from idem_assets.lake.stored import DataFile, data_files, file_batches, filesystem, parquet_batches
+from idem_assets.lake.tables import LakeTable, table_schema
 from idem_assets.transient import retrying
 
 if TYPE_CHECKING:
@@ -255,17 +258,114 @@ def commit_overwrite(
     One transaction adds the staged files and removes the range's old ones (creating the
     table when there is none). A concurrent commit makes it fail: the caller re-decides.
     """
-    column = staged.partition_column
-    if column is None:
+    if staged.partition_column is None:
         raise ValueError("a range overwrite needs staged files laid out by a partition column")
+    return commit_staged(
+        target, table, staged, properties, schema=schema, replace_range=(start, end)
+    )
+
+
+def commit_staged(
+    target: LakeTable,
+    table: DeltaTable | None,
+    staged: StagedWrite,
+    properties: CommitProperties,
+    *,
+    schema: pa.Schema,
+    replace_range: tuple[dt.date, dt.date] | None = None,
+    removes: Sequence[RemoveAction] = (),
+    change_key: Sequence[str] = (),
+) -> int:
+    """Commit ``staged`` in one transaction; the version it made.
+
+    With no table, the commit creates it with ``schema``. ``replace_range`` ``(start, end)``
+    makes the staged files the whole content of those date partitions; otherwise they are
+    added, with ``removes`` taken out in the same commit. A concurrent commit makes it fail
+    (delta-rs's retries are off): the caller decides again.
+
+    On a table keeping a change feed, files that replace others are not committed as they
+    are (the feed would delete and insert every row of them): the staged rows are compared
+    with the replaced files' rows partition by partition, and one MERGE sends only the rows
+    that differ (``lake.change_data``), named by ``change_key`` where it names each row
+    once. The staged files are then deleted.
+    """
+    column = staged.partition_column
     if table is not None:
         require_plain_table(table, column, schema)
+        if feeds_changes(table) and (replace_range is not None or removes):
+            version = _merge_changes(table, staged, properties, replace_range, removes, change_key)
+            staged.discard()
+            return table.version() if version is None else version
     return commit(
         target,
         table,
         staged.add_actions(),
         properties,
-        schema=schema,
+        schema=schema if table is None else table_schema(table),
         partition_column=column,
-        replace_range=(start, end),
+        removes=removes,
+        replace_range=replace_range,
     )
+
+
+def _merge_changes(
+    table: DeltaTable,
+    staged: StagedWrite,
+    properties: CommitProperties,
+    replace_range: tuple[dt.date, dt.date] | None,
+    removes: Sequence[RemoveAction],
+    change_key: Sequence[str],
+) -> int | None:
+    """The staged commit of a table keeping a change feed: the rows that differ from the
+    replaced files', in one MERGE (None: no row differs)."""
+    schema = table_schema(table)
+    column = staged.partition_column
+    kind = schema.field(column).type if column else None
+    if replace_range is not None:
+        assert column is not None
+        scope: list[Condition] = [date_range(column, *replace_range)]
+        start, end = replace_range
+        replaced = data_files(
+            table,
+            column,
+            lambda v: v is not None and start <= v < end,  # type: ignore[operator]
+        )
+    else:
+        replaced = [
+            DataFile(
+                r.path,
+                r.size or 0,
+                typed_partition_value((r.partition_values or {}).get(column), kind)
+                if column and kind is not None
+                else None,
+            )
+            for r in removes
+        ]
+        values = {f.partition_value for f in replaced}
+        # The MERGE reads only the removed files' partitions (all files with a null one).
+        scope = (
+            [In(column, tuple(values))]  # type: ignore[arg-type]
+            if column and values and None not in values
+            else []
+        )
+
+    def parts() -> Iterator[tuple[pa.Table, pa.Table]]:
+        # One partition at a time: memory holds a partition's old and new rows, and the
+        # rows that differ.
+        old_by: dict[str | None, list[DataFile]] = {}
+        for data in replaced:
+            value = data.partition_value
+            old_by.setdefault(None if value is None else partition_text(value), []).append(data)
+        new_by: dict[str | None, list[StagedFile]] = {}
+        for staged_file in staged.files:
+            new_by.setdefault(staged_file.partition_value if column else None, []).append(
+                staged_file
+            )
+        empty = nullable(schema).empty_table()
+        for text in sorted(old_by.keys() | new_by.keys(), key=lambda t: t or ""):
+            part = StagedWrite(staged.table_uri, staged.folder, tuple(new_by.get(text, ())), column)
+            new = pa.concat_tables([empty, *part.batches(schema)])
+            old = pa.concat_tables([empty, *file_batches(table, old_by.get(text, []), column)])
+            yield old, new
+
+    return merge_changed_rows(table, parts, key=change_key, prune=scope, properties=properties)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -101,10 +101,17 @@ def stored_batches(
     table: DeltaTable, partition_column: str | None, keep: Callable[[object], bool] | None = None
 ) -> Iterator[pa.Table]:
     """The stored rows of the kept partitions, in bounded batches typed to the table schema."""
+    return file_batches(table, data_files(table, partition_column, keep), partition_column)
+
+
+def file_batches(
+    table: DeltaTable, files: Iterable[DataFile], partition_column: str | None
+) -> Iterator[pa.Table]:
+    """The rows of the given data files of ``table``, in bounded batches typed to its schema."""
     # Read with pyarrow from the paths in the Delta log, not with
     # DeltaTable.to_pyarrow_dataset, whose filesystem bridge can abort the interpreter at exit.
     schema = table_schema(table)
-    for data in data_files(table, partition_column, keep):
+    for data in files:
         fs, path = filesystem(file_location(table, data.path))
         yield from parquet_batches(
             fs, path, schema, partition_column, data.partition_value, table_retries(table)

@@ -169,6 +169,9 @@ class WriteOptions:
     # Accept an output whose columns differ from the table's (replace: the output's schema
     # wins; partition overwrite: new columns are added).
     evolve_schema: bool = False
+    # Columns naming a row, for a table keeping a change feed: a row of the same key with
+    # other values is an update there (pre- and post-image), not a delete and an insert.
+    change_key: tuple[str, ...] = ()
 
     def writer(self) -> WriterProperties | None:
         """The delta-rs writer properties, if any were given."""

@@ -21,10 +21,10 @@ from pyspark.sql import functions as F
 from idem_assets.lake.append import already_committed
 from idem_assets.lake.delta_log import removes, require_plain_table
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import discard_unless_committed
+from idem_assets.lake.staging import commit_staged, discard_unless_committed
 from idem_assets.lake.stored import DataFile, data_files, file_location
 from idem_assets.lake.tables import LakeTable, with_commit_retries
-from idem_assets.spark.commit import commit_staged, properties_for
+from idem_assets.spark.commit import properties_for
 from idem_assets.spark.schema import col, conform_spark, spark_schema
 from idem_assets.spark.staging import spark_uri, stage
 from idem_assets.spark.transforms import dedupe_newest_spark, survivor, survivor_ordering
@@ -225,7 +225,9 @@ def merge_partitions_spark(
             partition_column,
         )
         try:
-            version = commit_staged(target, table, staged, properties, schema=schema, removes=gone)
+            version = commit_staged(
+                target, table, staged, properties, schema=schema, removes=gone, change_key=key
+            )
         except BaseException:
             discard_unless_committed(target, staged)
             raise

@@ -22,10 +22,10 @@ from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
 from idem_assets.lake.predicates import Range, date_range
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import StagedWrite, discard_unless_committed
+from idem_assets.lake.staging import StagedWrite, commit_staged, discard_unless_committed
 from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import LakeTable, with_commit_retries
-from idem_assets.spark.commit import SPARK_ERRORS, commit_staged, properties_for
+from idem_assets.spark.commit import SPARK_ERRORS, properties_for
 from idem_assets.spark.fingerprint import spark_fingerprint
 from idem_assets.spark.schema import col, conform_spark
 from idem_assets.spark.staging import stage
