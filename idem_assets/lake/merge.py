@@ -282,13 +282,21 @@ def newest_events(
     if tombstones.num_rows:
         stones = to_polars(tombstones).with_columns(pl.lit(True).alias(_DELETE))
         events = pl.concat([events, stones], how="diagonal_relaxed")
-    rest = sorted(c for c in events.columns if c not in (*key, version_column, _DELETE))
-    ordered = events.sort(
-        [*key, version_column, _DELETE, *rest],
+    ordered = order_events(events, key, version_column, _DELETE)
+    return ordered.unique(subset=list(key), keep="first", maintain_order=True)
+
+
+def order_events(
+    events: pl.DataFrame, key: Sequence[str], version_column: str, deleted: str
+) -> pl.DataFrame:
+    """Events sorted by key, each key's winner first: highest version, a delete (``deleted``
+    true) before an upsert at one version, then the greatest content (columns by name)."""
+    rest = sorted(c for c in events.columns if c not in (*key, version_column, deleted))
+    return events.sort(
+        [*key, version_column, deleted, *rest],
         descending=[False] * len(key) + [True, True] + [True] * len(rest),
         nulls_last=True,
     )
-    return ordered.unique(subset=list(key), keep="first", maintain_order=True)
 
 
 @dataclass(frozen=True)
