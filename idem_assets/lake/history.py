@@ -33,6 +33,7 @@ from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
 from idem_assets.lake.fingerprint import fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
+from idem_assets.lake.maintenance import compact
 from idem_assets.lake.merge import order_events
 from idem_assets.lake.predicates import all_of, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
@@ -63,6 +64,11 @@ _GONE = "__idem_gone"
 _SOURCE, _TARGET = "s", "t"
 # Rounds of planning again when another writer stored deletes of our keys meanwhile.
 _ROUNDS = 16
+# Each load appends a small file to the delete log and reads the log back: past this many
+# files it is compacted, so a read stays a few files however many loads came before.
+_LOG_FILES = 16
+# And it is opened by every load: a checkpoint every few commits keeps that quick.
+_LOG_CONFIG = {"delta.checkpointInterval": "10"}
 
 
 def rows_of_keys(table: DeltaTable | None, keys: pl.DataFrame, schema: pa.Schema) -> pa.Table:
@@ -124,6 +130,7 @@ class BatchDeletes:
                 self._snapshot if version >= 0 else self.table.uri,
                 new,
                 mode="append" if version >= 0 else "error",
+                configuration=None if version >= 0 else _LOG_CONFIG,
                 storage_options=self.table.options(),
                 commit_properties=commit_properties({"idem.history_deletes": new.num_rows}),
             )
@@ -132,6 +139,9 @@ class BatchDeletes:
 
         if deletes.num_rows:
             with_commit_retries(attempt)
+            self.read()
+            if self._snapshot is not None and len(self._snapshot.file_uris()) > _LOG_FILES:
+                compact(self.table, commit_metadata={"idem.history_deletes": "compact"})
 
 
 def history_of(events: pl.DataFrame, key: Sequence[str], version_column: str) -> pl.DataFrame:

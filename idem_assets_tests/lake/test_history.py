@@ -231,45 +231,41 @@ def _random_order(rng: random.Random) -> list[int]:
     return order
 
 
-def test_fifty_random_orders_with_reloads_converge_to_one_table(tmp_path):
+def test_fifty_orders_with_reloads_converge_to_the_reference_and_one_fingerprint(tmp_path):
     days = change_days(11)
     want = reference(days)
     want_fingerprint = fingerprint(pa.Table.from_pylist(want, schema=HISTORY))
+    forward = list(range(DAYS))
+    randomly = [_random_order(random.Random(seed)) for seed in range(ORDERS - 2)]
+    orders = [forward, forward[::-1], *randomly]
+    assert max(order.count(day) for order in randomly for day in forward) == 3
 
-    def converge(seed: int):
-        target = LakeTable(str(tmp_path / f"order{seed}"))
-        for day in _random_order(random.Random(seed)):
+    def converge(number: int):
+        target = LakeTable(str(tmp_path / f"order{number}"))
+        for day in orders[number]:
             load(target, days[day])
         return stored(target), table_fingerprint(target)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    # Each order has its own table; two at a time keep both cores busy.
+    with ThreadPoolExecutor(max_workers=2) as pool:
         outcomes = list(pool.map(converge, range(ORDERS)))
-    assert [rows == want for rows, _ in outcomes] == [True] * ORDERS
+    assert [number for number, (rows, _) in enumerate(outcomes) if rows != want] == []
     assert {fp for _, fp in outcomes} == {want_fingerprint}
 
 
-def test_forward_and_reverse_loads_converge(tmp_path):
-    days = change_days(12)
-    forward, reverse = LakeTable(str(tmp_path / "forward")), LakeTable(str(tmp_path / "reverse"))
-    for day in days:
-        load(forward, day)
-    for day in reversed(days):
-        load(reverse, day)
-    assert stored(forward) == stored(reverse) == reference(days)
-    assert table_fingerprint(forward) == table_fingerprint(reverse)
-
-
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 def test_two_writers_at_once_converge(tmp_path, seed):
     days = change_days(100 + seed)
     target = LakeTable(str(tmp_path / "lake"))
-    rng = random.Random(seed)
-    order = _random_order(rng)
+    order = _random_order(random.Random(seed))
     load(target, days[order[0]])  # later pairs race for commits
     with ThreadPoolExecutor(max_workers=2) as pool:
         for pair in (order[i : i + 2] for i in range(1, len(order), 2)):
             list(pool.map(lambda day: load(target, days[day]), pair))
     assert stored(target) == reference(days)
+    assert table_fingerprint(target) == fingerprint(
+        pa.Table.from_pylist(reference(days), schema=HISTORY)
+    )
 
 
 def test_an_upsert_committed_after_a_concurrent_delete_is_planned_again(tmp_path, monkeypatch):
@@ -281,17 +277,19 @@ def test_an_upsert_committed_after_a_concurrent_delete_is_planned_again(tmp_path
     upsert = pa.Table.from_pylist([{**row, KEY: 1}], SCHEMA)
     delete = pa.Table.from_pylist([{**row, KEY: 1, VERSION: 5, OP: "D"}], SCHEMA)
     # Only the upsert has rows to commit, so only it stops after planning.
-    monkeypatch.setenv("IDEM_DELAY_AT", "lake.history_planned/lake:1500")
-    late = threading.Thread(target=load, args=(target, upsert))
+    monkeypatch.setenv("IDEM_DELAY_AT", "lake.history_planned/lake:1000")
+    results = []
+    late = threading.Thread(target=lambda: results.append(load(target, upsert)))
     late.start()
-    time.sleep(0.5)
-    load(target, delete)  # the table does not hold key 1 yet: nothing to close
+    time.sleep(0.4)
+    assert load(target, delete).committed is False  # key 1 is not stored yet: nothing to close
     late.join()
     assert [(r[VALID_FROM], r[VALID_TO]) for r in stored(target) if r[KEY] == 1] == [(1, 5)]
+    assert (results[0].rows_inserted, results[0].rows_updated) == (1, 1)  # in two rounds
 
 
 def test_an_unchanged_rerun_commits_nothing(tmp_path):
-    days = change_days(13)
+    days = change_days(13)[:10]
     target = LakeTable(str(tmp_path / "lake"))
     for day in days:
         load(target, day)
@@ -299,14 +297,14 @@ def test_an_unchanged_rerun_commits_nothing(tmp_path):
     versions = target.open().version(), log.open().version()
     for day in days:
         result = load(target, day)
-        assert (result.committed, result.proof) == (False, "content")
+        assert (result.committed, result.proof, result.attempts) == (False, "content", 1)
     assert (target.open().version(), log.open().version()) == versions
     assert stored(target) == reference(days)
 
 
-@pytest.mark.parametrize("late", [3, 15, 27])
+@pytest.mark.parametrize("late", [2, 9])
 def test_a_late_day_rewrites_only_its_keys(tmp_path, late):
-    days = change_days(14)
+    days = change_days(14)[:12]
     target = LakeTable(str(tmp_path / "lake"))
     for day, rows in enumerate(days):
         if day != late:
