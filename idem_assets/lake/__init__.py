@@ -14,10 +14,10 @@ from idem_assets.lake.history import (
     IS_CURRENT,
     VALID_FROM,
     VALID_TO,
-    history_deletes,
     history_problems,
     merge_history,
 )
+from idem_assets.lake.history_deletes import history_deletes
 from idem_assets.lake.merge import MergePlan, merge_upsert, merge_with_deletes, plan_merge
 from idem_assets.lake.overwrite import (
     PartitionMismatchError,

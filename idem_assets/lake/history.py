@@ -33,7 +33,7 @@ from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
 from idem_assets.lake.fingerprint import fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
-from idem_assets.lake.maintenance import compact
+from idem_assets.lake.history_deletes import BatchDeletes
 from idem_assets.lake.merge import order_events
 from idem_assets.lake.predicates import all_of, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
@@ -42,7 +42,7 @@ from idem_assets.lake.tables import (
     LakeTable,
     check_columns,
     commit_properties,
-    read_rows,
+    rows_of_keys,
     table_schema,
     with_commit_retries,
 )
@@ -64,84 +64,6 @@ _GONE = "__idem_gone"
 _SOURCE, _TARGET = "s", "t"
 # Rounds of planning again when another writer stored deletes of our keys meanwhile.
 _ROUNDS = 16
-# Each load appends a small file to the delete log and reads the log back: past this many
-# files it is compacted, so a read stays a few files however many loads came before.
-_LOG_FILES = 16
-# And it is opened by every load: a checkpoint every few commits keeps that quick.
-_LOG_CONFIG = {"delta.checkpointInterval": "10"}
-
-
-def rows_of_keys(table: DeltaTable | None, keys: pl.DataFrame, schema: pa.Schema) -> pa.Table:
-    """The rows of ``table`` whose key columns (those of ``keys``) are among ``keys``."""
-    if table is None:
-        return schema.empty_table()
-    key = keys.columns
-    if len(key) == 1:
-        return read_rows(table, keys=(key[0], keys.get_column(key[0]).to_arrow()))
-    return to_polars(read_rows(table)).join(keys, on=key, how="semi").to_arrow()
-
-
-DELETES_SUFFIX = "__history_deletes"
-
-
-def history_deletes(target: LakeTable, key: Sequence[str], version_column: str) -> pa.Table:
-    """Every delete stored beside the history ``target``: its key columns and version."""
-    stored = LakeTable(f"{target.uri}{DELETES_SUFFIX}", target.storage_options).open()
-    if stored is None:
-        return pa.table({c: pa.array([], pa.null()) for c in (*key, version_column)})
-    return read_rows(stored)
-
-
-class BatchDeletes:
-    """The deletes stored for one batch's keys, in the Delta table beside the history that
-    keeps every delete (key, version); storing one again changes nothing."""
-
-    def __init__(self, target: LakeTable, keys: pl.DataFrame, schema: pa.Schema) -> None:
-        self.table = LakeTable(f"{target.uri}{DELETES_SUFFIX}", target.storage_options)
-        self.keys = keys
-        self.schema = schema  # the key columns, then the version column
-        self._snapshot: DeltaTable | None = None
-        self._read: tuple[pa.Table, int] | None = None
-
-    def read(self) -> tuple[pa.Table, int]:
-        """The stored deletes of the keys, and the version they were read at (-1: no log)."""
-        if self._snapshot is None:
-            self._snapshot = self.table.open()
-        else:
-            self._snapshot.update_incremental()
-        version = -1 if self._snapshot is None else self._snapshot.version()
-        if self._read is None or self._read[1] != version:
-            rows = rows_of_keys(self._snapshot, self.keys, self.schema)
-            self._read = (conform(rows, self.schema), version)
-        return self._read
-
-    def remember(self, deletes: pa.Table) -> None:
-        """Store the ``deletes`` not stored yet, in one append on the snapshot they were
-        looked up in: if another writer committed meanwhile, look them up again."""
-        columns = self.schema.names
-        wanted = to_polars(conform(deletes, self.schema)).unique()
-
-        def attempt(number: int) -> None:
-            stored, version = self.read()
-            new = wanted.join(to_polars(stored), on=columns, how="anti").to_arrow()
-            if not new.num_rows:
-                return
-            write_deltalake(
-                self._snapshot if version >= 0 else self.table.uri,
-                new,
-                mode="append" if version >= 0 else "error",
-                configuration=None if version >= 0 else _LOG_CONFIG,
-                storage_options=self.table.options(),
-                commit_properties=commit_properties({"idem.history_deletes": new.num_rows}),
-            )
-            # Without internal retries our commit is the version after the one read.
-            self._read = (pa.concat_tables([stored, conform(new, self.schema)]), version + 1)
-
-        if deletes.num_rows:
-            with_commit_retries(attempt)
-            self.read()
-            if self._snapshot is not None and len(self._snapshot.file_uris()) > _LOG_FILES:
-                compact(self.table, commit_metadata={"idem.history_deletes": "compact"})
 
 
 def history_of(events: pl.DataFrame, key: Sequence[str], version_column: str) -> pl.DataFrame:
@@ -255,10 +177,11 @@ def merge_history(
 ) -> WriteResult:
     """Add the events of ``data`` to the history ``target`` (the rule: module docstring).
 
-    The batch's deletes are stored beside the table first. Each attempt reads them again
-    with the stored rows of the batch's keys, so a writer that lost a race re-plans from
-    the winner's table. After the commit the deletes are read once more: if another writer
-    stored some of our keys' meanwhile, our commit may have missed them, so we plan again.
+    The batch's deletes are stored beside the table first. Each attempt reads the stored
+    deletes and rows of the batch's keys, so a writer that lost a race re-plans from the
+    winner's table. After the commit the deletes are read once more: another writer may have
+    stored deletes of our keys after we read them and then found no row of ours to close
+    (we had not committed yet); then we plan again. An unchanged load commits nothing.
     """
     key = list(key)
     rows = to_arrow(data)

@@ -27,7 +27,7 @@ from idem_assets.lake import (
     merge_history,
     read_rows,
 )
-from idem_assets.lake.history import DELETES_SUFFIX
+from idem_assets.lake.history_deletes import DELETES_SUFFIX
 
 KEY, VERSION, OP = "customer_id", "updated_at", "op"
 DAYS, KEYS = 30, 200
