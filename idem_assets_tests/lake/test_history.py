@@ -7,10 +7,11 @@ each counted upsert is a row valid from its version to the key's next counted ev
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import polars as pl
 import pyarrow as pa
@@ -20,6 +21,7 @@ from idem_assets.lake import (
     IS_CURRENT,
     VALID_FROM,
     VALID_TO,
+    Fingerprint,
     LakeTable,
     fingerprint,
     history_deletes,
@@ -221,7 +223,7 @@ def test_a_two_column_key(tmp_path):
     ]
 
 
-ORDERS = 50
+ORDERS, ORDERS_SEED = 50, 11
 
 
 def _random_order(rng: random.Random) -> list[int]:
@@ -231,24 +233,29 @@ def _random_order(rng: random.Random) -> list[int]:
     return order
 
 
+def _converge(root: str, order: list[int]) -> tuple[list[dict], Fingerprint]:
+    """Load the days of ``change_days(ORDERS_SEED)`` in ``order`` into a new table under
+    ``root``; its rows (checked for problems) and fingerprint. Runs in a worker process."""
+    days = change_days(ORDERS_SEED)
+    target = LakeTable(root)
+    for day in order:
+        load(target, days[day])
+    return stored(target), table_fingerprint(target)
+
+
 def test_fifty_orders_with_reloads_converge_to_the_reference_and_one_fingerprint(tmp_path):
-    days = change_days(11)
-    want = reference(days)
+    want = reference(change_days(ORDERS_SEED))
     want_fingerprint = fingerprint(pa.Table.from_pylist(want, schema=HISTORY))
     forward = list(range(DAYS))
     randomly = [_random_order(random.Random(seed)) for seed in range(ORDERS - 2)]
     orders = [forward, forward[::-1], *randomly]
     assert max(order.count(day) for order in randomly for day in forward) == 3
-
-    def converge(number: int):
-        target = LakeTable(str(tmp_path / f"order{number}"))
-        for day in orders[number]:
-            load(target, days[day])
-        return stored(target), table_fingerprint(target)
-
-    # Each order has its own table; two at a time keep both cores busy.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = list(pool.map(converge, range(ORDERS)))
+    roots = [str(tmp_path / f"order{number}") for number in range(ORDERS)]
+    # Each order has its own table; two processes keep both cores busy (threads would
+    # mostly wait for each other's Python).
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
+        outcomes = list(pool.map(_converge, roots, orders))
     assert [number for number, (rows, _) in enumerate(outcomes) if rows != want] == []
     assert {fp for _, fp in outcomes} == {want_fingerprint}
 
