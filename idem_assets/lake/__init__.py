@@ -16,6 +16,14 @@ from idem_assets.lake.fingerprint import (
     fingerprint,
     fingerprint_batches,
 )
+from idem_assets.lake.history import (
+    IS_CURRENT,
+    VALID_FROM,
+    VALID_TO,
+    history_problems,
+    merge_history,
+)
+from idem_assets.lake.history_deletes import history_deletes
 from idem_assets.lake.merge import MergePlan, merge_upsert, merge_with_deletes, plan_merge
 from idem_assets.lake.overwrite import (
     PartitionMismatchError,
@@ -38,6 +46,9 @@ __all__ = [
     "ChangeFeed",
     "ChangeFeedDisabledError",
     "PendingChanges",
+    "IS_CURRENT",
+    "VALID_FROM",
+    "VALID_TO",
     "DedupeResult",
     "Fingerprint",
     "FingerprintAccumulator",
@@ -62,6 +73,9 @@ __all__ = [
     "fingerprint",
     "fingerprint_batches",
     "slice_signature",
+    "history_deletes",
+    "history_problems",
+    "merge_history",
     "merge_upsert",
     "merge_with_deletes",
     "overwrite_partitions",

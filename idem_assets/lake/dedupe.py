@@ -53,16 +53,24 @@ def survivor_order(
     return order, descending
 
 
+def survivor_sort(
+    frame: pl.DataFrame, key: Sequence[str], version_column: str | None, then_by: Sequence[str] = ()
+) -> pl.DataFrame:
+    """``frame`` sorted by ``survivor_order``: by key, each key's survivor first, then the
+    rest in the same order (``then_by`` breaks exact ties)."""
+    order, descending = survivor_order(
+        [c for c in frame.columns if c not in then_by], key, version_column
+    )
+    return frame.sort(
+        [*order, *then_by], descending=[*descending, *([False] * len(then_by))], nulls_last=True
+    )
+
+
 def survivors(
     frame: pl.DataFrame, key: Sequence[str], version_column: str | None, then_by: Sequence[str] = ()
 ) -> pl.DataFrame:
     """The first row per key under ``survivor_order`` (``then_by`` breaks exact ties)."""
-    order, descending = survivor_order(
-        [c for c in frame.columns if c not in then_by], key, version_column
-    )
-    ordered = frame.sort(
-        [*order, *then_by], descending=[*descending, *([False] * len(then_by))], nulls_last=True
-    )
+    ordered = survivor_sort(frame, key, version_column, then_by)
     return ordered.unique(subset=list(key), keep="first", maintain_order=True)
 
 

@@ -19,6 +19,7 @@ from idem_assets.transient import Budget, Retries, retrying
 
 if TYPE_CHECKING:
     import numpy as np
+    import polars as pl
     import pyarrow as pa
     import pyarrow.compute as pc
 else:
@@ -121,6 +122,21 @@ def read_rows(
         return pa.Table.from_batches([b.cast(wanted) for b in batches], schema=wanted)
 
     return retrying(scan, table.table_uri, table_retries(table))
+
+
+def rows_of_keys(table: DeltaTable | None, keys: pl.DataFrame, schema: pa.Schema) -> pa.Table:
+    """The rows of ``table`` whose key columns (the columns of ``keys``) are a row of
+    ``keys``; one key column is matched while streaming (``read_rows``), several after."""
+    if table is None:
+        return schema.empty_table()
+    key = keys.columns
+    if len(key) == 1:
+        return read_rows(table, keys=(key[0], keys.get_column(key[0]).to_arrow()))
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
+    stored = pl.from_arrow(read_rows(table))
+    assert isinstance(stored, pl.DataFrame)
+    return stored.join(keys, on=key, how="semi").to_arrow()
 
 
 def table_retries(table: DeltaTable) -> Retries:
