@@ -4,6 +4,12 @@ Stored rows of the batch's partitions are read straight from the Parquet files d
 lists for them (no Delta-Spark jars), ranked together with the batch in one window
 (newest version, then content; an identical stored row beats the batch row), and only
 partitions where a batch row wins are rewritten: remove + add actions in one commit.
+
+With a delete marker, the batch's rows are events: a delete of its key takes part in the
+ranking like an upsert (``survivor_order`` puts it first at one version), and so do the
+deletes kept as tombstones beside the table (``lake.merge.Tombstones``), stored before
+planning. A partition is rewritten where a batch upsert wins, or a delete wins over a
+stored row; a winning delete is no row.
 """
 
 from __future__ import annotations
@@ -19,13 +25,18 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
+from idem_assets.lake.dedupe import DELETE_FLAG
 from idem_assets.lake.delta_log import removes, require_plain_table
+from idem_assets.lake.fingerprint import Fingerprint
+from idem_assets.lake.frames import conform
+from idem_assets.lake.merge import Tombstones
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import discard_unless_committed
 from idem_assets.lake.stored import DataFile, data_files, file_location
-from idem_assets.lake.tables import LakeTable, with_commit_retries
+from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import commit_staged, properties_for
-from idem_assets.spark.schema import col, conform_spark, spark_schema
+from idem_assets.spark.fingerprint import fingerprint_aggregates, fingerprint_of, hash_parts
+from idem_assets.spark.schema import col, conform_spark, spark_schema, spark_type
 from idem_assets.spark.staging import spark_uri, stage
 from idem_assets.spark.transforms import dedupe_newest_spark, survivor, survivor_ordering
 
@@ -34,15 +45,24 @@ _SIDE = "__idem_side"
 _RANK = "__idem_rank"
 _HAD_STORED = "__idem_had_stored"
 _PART = "__idem_partition"
+_STORED_PART = "__idem_stored_partition"
 
 
 @dataclass(frozen=True)
 class _Plan:
     winners: DataFrame  # persisted: one row per key after ranking stored ∪ batch
-    changed: list[object]  # partition values where a batch row wins
+    changed: list[object]  # partition values where a batch row (upsert or delete) wins
     inserts: int
     updates: int
+    deletes: int  # stored rows a winning delete removes
     rows_rewritten: int
+
+    @property
+    def rows(self) -> DataFrame:
+        """The winners that are rows: a winning delete is none."""
+        if DELETE_FLAG in self.winners.columns:
+            return self.winners.filter(~F.col(DELETE_FLAG))
+        return self.winners
 
 
 def _partition(partition_column: str | None) -> Column:
@@ -83,37 +103,163 @@ def _plan(
     partition_column: str | None,
 ) -> _Plan:
     columns = list(batch.columns)
+    deletes = DELETE_FLAG in columns
+    if deletes:
+        stored = stored.withColumn(DELETE_FLAG, F.lit(False))
     combined = stored.withColumn(_SIDE, F.lit(0)).unionByName(batch.withColumn(_SIDE, F.lit(1)))
     by_key = Window.partitionBy(*(col(k) for k in key))
     ordered = by_key.orderBy(
         *survivor_ordering(columns, key, version_column, then_by=[F.col(_SIDE).asc()])
     )
+    from_stored = F.col(_SIDE) == 0
     ranked = combined.withColumn(_RANK, F.row_number().over(ordered)).withColumn(
-        _HAD_STORED, F.max((F.col(_SIDE) == 0).cast("int")).over(by_key)
+        _HAD_STORED, F.max(from_stored.cast("int")).over(by_key)
     )
+    partition = _partition(partition_column)
+    is_delete = F.col(DELETE_FLAG) if deletes else F.lit(False)
+    if deletes and partition_column:
+        # A winning delete changes the partition of the stored row it removes.
+        ranked = ranked.withColumn(_STORED_PART, F.max(F.when(from_stored, partition)).over(by_key))
+        partition = F.when(is_delete, F.col(_STORED_PART)).otherwise(partition)
     # Persisted: counted here, then range-sampled and written by the stage step.
     winners = ranked.filter(F.col(_RANK) == 1).persist(StorageLevel.MEMORY_AND_DISK)
-    from_batch = F.col(_SIDE) == 1
+    upsert = (F.col(_SIDE) == 1) & ~is_delete
+    had_stored = F.col(_HAD_STORED) == 1
     try:
         per_partition = (
-            winners.groupBy(_partition(partition_column).alias(_PART))
+            winners.filter(~is_delete | had_stored)  # a delete of an absent key changes nothing
+            .groupBy(partition.alias(_PART))
             .agg(
-                F.sum((from_batch & (F.col(_HAD_STORED) == 1)).cast("int")).alias("updates"),
-                F.sum((from_batch & (F.col(_HAD_STORED) == 0)).cast("int")).alias("inserts"),
-                F.count(F.lit(1)).alias("rows"),
+                F.sum((upsert & had_stored).cast("int")).alias("updates"),
+                F.sum((upsert & ~had_stored).cast("int")).alias("inserts"),
+                F.sum(is_delete.cast("int")).alias("deletes"),
+                F.sum((~is_delete).cast("int")).alias("rows"),
             )
             .collect()
         )
     except BaseException:
         winners.unpersist()
         raise
-    changed = [r for r in per_partition if r["updates"] or r["inserts"]]
+    changed = [r for r in per_partition if r["updates"] or r["inserts"] or r["deletes"]]
     return _Plan(
         winners=winners,
         changed=[r[_PART] for r in changed],
         inserts=sum(r["inserts"] for r in changed),
         updates=sum(r["updates"] for r in changed),
+        deletes=sum(r["deletes"] for r in changed),
         rows_rewritten=sum(r["rows"] for r in changed),
+    )
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """What a merge ranks against the stored rows, prepared once before its attempts."""
+
+    rows: DataFrame  # the deduplicated batch, or (with deletes) every event, flagged
+    schema: pa.Schema  # the table's
+    fingerprint: Fingerprint
+    touched: list[object] | None  # the batch's partition values; None: unpartitioned
+    details: dict[str, Any]
+    tombstones: Tombstones | None = None  # kept deletes, with a delete marker
+
+    def events(self, spark: SparkSession, key: Sequence[str]) -> DataFrame:
+        """The rows to rank now; the kept tombstones of the batch's keys join as deletes."""
+        kept = self.tombstones.table.open() if self.tombstones else None
+        if kept is None:
+            return self.rows
+        assert self.tombstones is not None
+        names = [*key, self.tombstones.version_column]
+        stones = (
+            stored_rows(spark, kept, table_schema(kept), None, data_files(kept, None))
+            .select(*(col(n).cast(spark_type(self.schema.field(n).type)).alias(n) for n in names))
+            .join(self.rows.select(*(col(k) for k in key)).distinct(), on=list(key), how="semi")
+            .withColumn(DELETE_FLAG, F.lit(True))
+        )
+        return self.rows.unionByName(stones, allowMissingColumns=True)
+
+
+def _partition_values(partition_column: str | None, where: Column) -> dict[str, Column]:
+    if not partition_column:
+        return {}
+    value = col(partition_column)  # collect_set skips nulls: a null partition is flagged
+    return {
+        "values": F.collect_set(F.when(where, value)),
+        "null": F.max(where & value.isNull()),
+    }
+
+
+def _touched(partition_column: str | None, found: Mapping[str, Any]) -> list[object] | None:
+    if not partition_column:
+        return None
+    return [*found["values"], *([None] if found["null"] else [])]
+
+
+def _deduplicated(
+    df: DataFrame,
+    key: Sequence[str],
+    version_column: str,
+    partition_column: str | None,
+    schema: pa.Schema,
+) -> _Batch:
+    """The batch deduplicated with the local engine's ordering, fingerprinted as such."""
+    # The batch's partitions come out of the dedupe's own job.
+    deduped = dedupe_newest_spark(
+        conform_spark(df, schema),
+        key,
+        version_column,
+        fingerprint=True,
+        extra_aggregates=_partition_values(partition_column, survivor()),
+    )
+    assert deduped.fingerprint is not None and deduped.extra is not None
+    return _Batch(
+        deduped.rows,
+        schema,
+        deduped.fingerprint,
+        _touched(partition_column, deduped.extra),
+        {
+            "engine": "spark",
+            "duplicates_dropped": deduped.duplicates_dropped,
+            "conflicting_keys": deduped.conflicting_keys,
+        },
+    )
+
+
+def _events(
+    target: LakeTable,
+    df: DataFrame,
+    key: Sequence[str],
+    version_column: str,
+    partition_column: str | None,
+    schema: pa.Schema,
+    delete_column: tuple[str, object],
+) -> _Batch:
+    """Every row as an event (``DELETE_FLAG``, marker dropped); its deletes kept beside the
+    table now, before any planning. Fingerprinted as received, marker included, as the
+    local ``merge_with_deletes`` does."""
+    column, marker = delete_column
+    if column not in schema.names:
+        raise ValueError(f"the delete column {column!r} is not in the schema {schema.names}")
+    received = conform_spark(df, schema)
+    stored = pa.schema([f for f in schema if f.name != column], metadata=schema.metadata)
+    # A null marker is no delete.
+    flag = F.coalesce(col(column) == F.lit(marker), F.lit(False)).alias(DELETE_FLAG)
+    events = received.select(*(col(n) for n in stored.names), flag)
+    found = received.agg(
+        *fingerprint_aggregates(hash_parts(received.columns)),
+        *(v.alias(k) for k, v in _partition_values(partition_column, F.lit(True)).items()),
+    ).first()
+    assert found is not None
+    stones = Tombstones.beside(target, key, version_column)
+    names = [*key, version_column]
+    deletes = events.filter(F.col(DELETE_FLAG)).select(*(col(n) for n in names)).toArrow()
+    stones.remember(conform(deletes, pa.schema([schema.field(n) for n in names])))
+    return _Batch(
+        events,
+        stored,
+        fingerprint_of(found),
+        _touched(partition_column, found),
+        {"engine": "spark"},
+        stones,
     )
 
 
@@ -127,6 +273,7 @@ def merge_partitions_spark(
     schema: pa.Schema,
     commit_metadata: Mapping[str, Any] | None = None,
     txn: Transaction | None = None,
+    delete_column: tuple[str, object] | None = None,
 ) -> WriteResult:
     """Upsert ``df`` on ``key`` (newest ``version_column`` wins), rewriting changed partitions.
 
@@ -135,35 +282,24 @@ def merge_partitions_spark(
     between versions (it is derived from the key's identity, e.g. ``event_date``), as with
     the local merge's partition pruning. ``partition_column=None`` treats the whole table
     as one partition.
+
+    ``delete_column`` ``(column, marker)``: rows whose ``column`` equals ``marker`` delete
+    their key, ordered by version like updates (at one version a delete wins), as the local
+    ``merge_with_deletes`` does; ``column`` is read, never stored, and a delete row carries
+    its key's partition value like an upsert. ``details["rows_deleted"]`` counts the rows
+    removed.
     """
     if not version_column:
         raise ValueError("the Spark merge needs a version column to decide which row wins")
     spark = df.sparkSession
-    extra: dict[str, Column] = {}
-    if partition_column:
-        # The batch's partitions come out of the dedupe's own job (collect_set skips nulls).
-        value = col(partition_column)
-        extra = {
-            "values": F.collect_set(F.when(survivor(), value)),
-            "null": F.max(survivor() & value.isNull()),
-        }
-    deduped = dedupe_newest_spark(
-        conform_spark(df, schema), key, version_column, fingerprint=True, extra_aggregates=extra
+    batch = (
+        _events(target, df, key, version_column, partition_column, schema, delete_column)
+        if delete_column is not None
+        else _deduplicated(df, key, version_column, partition_column, schema)
     )
-    batch = deduped.rows
-    assert deduped.fingerprint is not None and deduped.extra is not None
-    batch_fp = deduped.fingerprint
-    details = {
-        "engine": "spark",
-        "duplicates_dropped": deduped.duplicates_dropped,
-        "conflicting_keys": deduped.conflicting_keys,
-    }
+    batch_fp, details, touched = batch.fingerprint, batch.details, batch.touched
+    schema = batch.schema
     properties = properties_for(commit_metadata, batch_fp, txn)
-    touched = (
-        [*deduped.extra["values"], *([None] if deduped.extra["null"] else [])]
-        if partition_column
-        else None
-    )
     cluster_by = list(key)
 
     def attempt(number: int) -> WriteResult:
@@ -178,8 +314,8 @@ def merge_partitions_spark(
                 attempts=number + 1,
                 details=details,
             )
-        if table is None:
-            staged = stage(batch, target, schema, partition_column, cluster_by)
+        if table is None and delete_column is None:
+            staged = stage(batch.rows, target, schema, partition_column, cluster_by)
             try:
                 commit_staged(target, None, staged, properties, schema=schema)
             except BaseException:
@@ -195,14 +331,18 @@ def merge_partitions_spark(
                 attempts=number + 1,
                 details={**details, "files_added": len(staged.files)},
             )
-        require_plain_table(table, partition_column, schema)
-        files = data_files(
-            table, partition_column, (lambda v: v in touched) if touched is not None else None
-        )
-        stored = stored_rows(spark, table, schema, partition_column, files)
-        plan = _plan(stored, batch, key, version_column, partition_column)
+        # With deletes, a first write is planned too: its own deletes (and kept ones) win.
+        files: list[DataFile] = []
+        stored = spark.createDataFrame([], spark_schema(schema))
+        if table is not None:
+            require_plain_table(table, partition_column, schema)
+            files = data_files(
+                table, partition_column, (lambda v: v in touched) if touched is not None else None
+            )
+            stored = stored_rows(spark, table, schema, partition_column, files)
+        plan = _plan(stored, batch.events(spark, key), key, version_column, partition_column)
         try:
-            if not plan.changed:
+            if not plan.changed and table is not None:
                 return WriteResult.unchanged(
                     STRATEGY,
                     target.uri,
@@ -212,7 +352,7 @@ def merge_partitions_spark(
                     attempts=number + 1,
                     details=details,
                 )
-            rewrite = plan.winners
+            rewrite = plan.rows
             if partition_column:
                 rewrite = rewrite.filter(_in(partition_column, plan.changed))
             staged = stage(
@@ -229,17 +369,20 @@ def merge_partitions_spark(
         except BaseException:
             discard_unless_committed(target, staged)
             raise
+        deleted = {"rows_deleted": plan.deletes} if delete_column is not None else {}
         return WriteResult.written(
             STRATEGY,
             target.uri,
             version,
-            plan.inserts + plan.updates,
+            plan.inserts + plan.updates + plan.deletes,
             batch_fp,
             rows_inserted=plan.inserts,
             rows_updated=plan.updates,
+            rows_deleted=plan.deletes,
             attempts=number + 1,
             details={
                 **details,
+                **deleted,
                 "partitions_rewritten": len(plan.changed),
                 "rows_rewritten": plan.rows_rewritten,
                 "files_added": len(staged.files),
