@@ -27,18 +27,15 @@ from pyspark.sql import functions as F
 from idem_assets.lake.append import already_committed
 from idem_assets.lake.dedupe import DELETE_FLAG
 from idem_assets.lake.delta_log import removes, require_plain_table
-from idem_assets.lake.fingerprint import Fingerprint
-from idem_assets.lake.frames import conform
-from idem_assets.lake.merge import Tombstones
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import discard_unless_committed
 from idem_assets.lake.stored import DataFile, data_files, file_location
 from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import commit_staged, properties_for
-from idem_assets.spark.fingerprint import fingerprint_aggregates, fingerprint_of, hash_parts
-from idem_assets.spark.schema import col, conform_spark, spark_schema, spark_type
+from idem_assets.spark.merge_batch import MergeBatch, deduplicated_batch, event_batch
+from idem_assets.spark.schema import col, spark_schema, spark_type
 from idem_assets.spark.staging import spark_uri, stage
-from idem_assets.spark.transforms import dedupe_newest_spark, survivor, survivor_ordering
+from idem_assets.spark.transforms import survivor_ordering
 
 STRATEGY = "merge"
 _SIDE = "__idem_side"
@@ -151,116 +148,21 @@ def _plan(
     )
 
 
-@dataclass(frozen=True)
-class _Batch:
-    """What a merge ranks against the stored rows, prepared once before its attempts."""
-
-    rows: DataFrame  # the deduplicated batch, or (with deletes) every event, flagged
-    schema: pa.Schema  # the table's
-    fingerprint: Fingerprint
-    touched: list[object] | None  # the batch's partition values; None: unpartitioned
-    details: dict[str, Any]
-    tombstones: Tombstones | None = None  # kept deletes, with a delete marker
-
-    def events(self, spark: SparkSession, key: Sequence[str]) -> DataFrame:
-        """The rows to rank now; the kept tombstones of the batch's keys join as deletes."""
-        kept = self.tombstones.table.open() if self.tombstones else None
-        if kept is None:
-            return self.rows
-        assert self.tombstones is not None
-        names = [*key, self.tombstones.version_column]
-        stones = (
-            stored_rows(spark, kept, table_schema(kept), None, data_files(kept, None))
-            .select(*(col(n).cast(spark_type(self.schema.field(n).type)).alias(n) for n in names))
-            .join(self.rows.select(*(col(k) for k in key)).distinct(), on=list(key), how="semi")
-            .withColumn(DELETE_FLAG, F.lit(True))
-        )
-        return self.rows.unionByName(stones, allowMissingColumns=True)
-
-
-def _partition_values(partition_column: str | None, where: Column) -> dict[str, Column]:
-    if not partition_column:
-        return {}
-    value = col(partition_column)  # collect_set skips nulls: a null partition is flagged
-    return {
-        "values": F.collect_set(F.when(where, value)),
-        "null": F.max(where & value.isNull()),
-    }
-
-
-def _touched(partition_column: str | None, found: Mapping[str, Any]) -> list[object] | None:
-    if not partition_column:
-        return None
-    return [*found["values"], *([None] if found["null"] else [])]
-
-
-def _deduplicated(
-    df: DataFrame,
-    key: Sequence[str],
-    version_column: str,
-    partition_column: str | None,
-    schema: pa.Schema,
-) -> _Batch:
-    """The batch deduplicated with the local engine's ordering, fingerprinted as such."""
-    # The batch's partitions come out of the dedupe's own job.
-    deduped = dedupe_newest_spark(
-        conform_spark(df, schema),
-        key,
-        version_column,
-        fingerprint=True,
-        extra_aggregates=_partition_values(partition_column, survivor()),
+def _with_tombstones(spark: SparkSession, batch: MergeBatch, key: Sequence[str]) -> DataFrame:
+    """The batch's rows to rank now: with deletes, the tombstones kept for its keys (read
+    again in each attempt) join them as deletes."""
+    stones = batch.tombstones
+    kept = stones.table.open() if stones is not None else None
+    if stones is None or kept is None:
+        return batch.rows
+    names = [*key, stones.version_column]
+    deletes = (
+        stored_rows(spark, kept, table_schema(kept), None, data_files(kept, None))
+        .select(*(col(n).cast(spark_type(batch.schema.field(n).type)).alias(n) for n in names))
+        .join(batch.rows.select(*(col(k) for k in key)).distinct(), on=list(key), how="semi")
+        .withColumn(DELETE_FLAG, F.lit(True))
     )
-    assert deduped.fingerprint is not None and deduped.extra is not None
-    return _Batch(
-        deduped.rows,
-        schema,
-        deduped.fingerprint,
-        _touched(partition_column, deduped.extra),
-        {
-            "engine": "spark",
-            "duplicates_dropped": deduped.duplicates_dropped,
-            "conflicting_keys": deduped.conflicting_keys,
-        },
-    )
-
-
-def _events(
-    target: LakeTable,
-    df: DataFrame,
-    key: Sequence[str],
-    version_column: str,
-    partition_column: str | None,
-    schema: pa.Schema,
-    delete_column: tuple[str, object],
-) -> _Batch:
-    """Every row as an event (``DELETE_FLAG``, marker dropped); its deletes kept beside the
-    table now, before any planning. Fingerprinted as received, marker included, as the
-    local ``merge_with_deletes`` does."""
-    column, marker = delete_column
-    if column not in schema.names:
-        raise ValueError(f"the delete column {column!r} is not in the schema {schema.names}")
-    received = conform_spark(df, schema)
-    stored = pa.schema([f for f in schema if f.name != column], metadata=schema.metadata)
-    # A null marker is no delete.
-    flag = F.coalesce(col(column) == F.lit(marker), F.lit(False)).alias(DELETE_FLAG)
-    events = received.select(*(col(n) for n in stored.names), flag)
-    found = received.agg(
-        *fingerprint_aggregates(hash_parts(received.columns)),
-        *(v.alias(k) for k, v in _partition_values(partition_column, F.lit(True)).items()),
-    ).first()
-    assert found is not None
-    stones = Tombstones.beside(target, key, version_column)
-    names = [*key, version_column]
-    deletes = events.filter(F.col(DELETE_FLAG)).select(*(col(n) for n in names)).toArrow()
-    stones.remember(conform(deletes, pa.schema([schema.field(n) for n in names])))
-    return _Batch(
-        events,
-        stored,
-        fingerprint_of(found),
-        _touched(partition_column, found),
-        {"engine": "spark"},
-        stones,
-    )
+    return batch.rows.unionByName(deletes, allowMissingColumns=True)
 
 
 def merge_partitions_spark(
@@ -293,12 +195,12 @@ def merge_partitions_spark(
         raise ValueError("the Spark merge needs a version column to decide which row wins")
     spark = df.sparkSession
     batch = (
-        _events(target, df, key, version_column, partition_column, schema, delete_column)
+        event_batch(target, df, key, version_column, partition_column, schema, delete_column)
         if delete_column is not None
-        else _deduplicated(df, key, version_column, partition_column, schema)
+        else deduplicated_batch(df, key, version_column, partition_column, schema)
     )
     batch_fp, details, touched = batch.fingerprint, batch.details, batch.touched
-    schema = batch.schema
+    schema = batch.schema  # the table's: a delete marker is read, never stored
     properties = properties_for(commit_metadata, batch_fp, txn)
     cluster_by = list(key)
 
@@ -331,16 +233,19 @@ def merge_partitions_spark(
                 attempts=number + 1,
                 details={**details, "files_added": len(staged.files)},
             )
-        # With deletes, a first write is planned too: its own deletes (and kept ones) win.
         files: list[DataFile] = []
-        stored = spark.createDataFrame([], spark_schema(schema))
-        if table is not None:
+        if table is None:
+            # With deletes a first write is planned too: its own deletes (and kept ones) win.
+            stored = spark.createDataFrame([], spark_schema(schema))
+        else:
             require_plain_table(table, partition_column, schema)
             files = data_files(
                 table, partition_column, (lambda v: v in touched) if touched is not None else None
             )
             stored = stored_rows(spark, table, schema, partition_column, files)
-        plan = _plan(stored, batch.events(spark, key), key, version_column, partition_column)
+        plan = _plan(
+            stored, _with_tombstones(spark, batch, key), key, version_column, partition_column
+        )
         try:
             if not plan.changed and table is not None:
                 return WriteResult.unchanged(

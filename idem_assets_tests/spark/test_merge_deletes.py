@@ -132,11 +132,16 @@ def test_an_unchanged_rerun_commits_no_version(spark, tmp_path):
 def test_a_delete_and_an_upsert_of_a_key_at_one_version_leave_no_row_on_both_engines(
     spark, tmp_path
 ):
-    first = changes((1, 5, "smb", "U"), (1, 5, "smb", "D"), (2, 5, "smb", "U"))
-    second = changes((2, 6, "consumer", "D"), (2, 6, "consumer", "U"), (3, 6, "smb", "U"))
+    loads = [
+        # The first write: its table is created empty on both engines.
+        (changes((1, 5, "smb", "U"), (1, 5, "smb", "D")), set()),
+        (changes((1, 5, "smb", "U"), (2, 5, "smb", "U")), {2}),  # the delete is kept
+        (changes((2, 6, "consumer", "D"), (2, 6, "consumer", "U"), (3, 6, "smb", "U")), {3}),
+    ]
     local, on_spark = LakeTable(str(tmp_path / "local")), LakeTable(str(tmp_path / "spark"))
-    for batch, keys in ((first, {2}), (second, {3})):
+    for batch, keys in loads:
         ours, theirs = _on_spark(spark, on_spark, batch), _local(local, batch)
+        assert ours.committed and theirs.committed
         assert set(_stored(on_spark)) == set(_stored(local)) == keys
         assert ours.details["rows_deleted"] == theirs.details.get("rows_deleted", 0)
     assert ours.details["rows_deleted"] == 1 and ours.rows_deleted == 1
