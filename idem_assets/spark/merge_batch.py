@@ -119,7 +119,7 @@ def event_batch(
         events,
         stored,
         fingerprint_of(found),
-        _touched(partition_column, found),
+        _touched(partition_column, found.asDict()),
         {"engine": "spark"},
         stones,
     )
