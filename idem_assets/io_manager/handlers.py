@@ -218,6 +218,9 @@ def _merge_spark(
         spec.partition_column,
         schema=schema,
         commit_metadata=request.commit_metadata,
+        delete_column=(
+            (spec.delete_column, spec.delete_value) if spec.delete_column is not None else None
+        ),
     )
     details = result.details or {}
     return (

@@ -4,6 +4,12 @@ Stored rows of the batch's partitions are read straight from the Parquet files d
 lists for them (no Delta-Spark jars), ranked together with the batch in one window
 (newest version, then content; an identical stored row beats the batch row), and only
 partitions where a batch row wins are rewritten: remove + add actions in one commit.
+
+With a delete marker, the batch's rows are events: a delete of its key takes part in the
+ranking like an upsert (``survivor_order`` puts it first at one version), and so do the
+deletes kept as tombstones beside the table (``lake.merge.Tombstones``), stored before
+planning. A partition is rewritten where a batch upsert wins, or a delete wins over a
+stored row; a winning delete is no row.
 """
 
 from __future__ import annotations
@@ -19,30 +25,41 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
+from idem_assets.lake.dedupe import DELETE_FLAG
 from idem_assets.lake.delta_log import removes, require_plain_table
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import commit_staged, discard_unless_committed
 from idem_assets.lake.stored import DataFile, data_files, file_location
-from idem_assets.lake.tables import LakeTable, with_commit_retries
+from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
 from idem_assets.spark.commit import properties_for
-from idem_assets.spark.schema import col, conform_spark, spark_schema
+from idem_assets.spark.merge_batch import MergeBatch, deduplicated_batch, event_batch
+from idem_assets.spark.schema import col, spark_schema, spark_type
 from idem_assets.spark.staging import spark_uri, stage
-from idem_assets.spark.transforms import dedupe_newest_spark, survivor, survivor_ordering
+from idem_assets.spark.transforms import survivor_ordering
 
 STRATEGY = "merge"
 _SIDE = "__idem_side"
 _RANK = "__idem_rank"
 _HAD_STORED = "__idem_had_stored"
 _PART = "__idem_partition"
+_STORED_PART = "__idem_stored_partition"
 
 
 @dataclass(frozen=True)
 class _Plan:
     winners: DataFrame  # persisted: one row per key after ranking stored ∪ batch
-    changed: list[object]  # partition values where a batch row wins
+    changed: list[object]  # partition values where a batch row (upsert or delete) wins
     inserts: int
     updates: int
+    deletes: int  # stored rows a winning delete removes
     rows_rewritten: int
+
+    @property
+    def rows(self) -> DataFrame:
+        """The winners that are rows: a winning delete is none."""
+        if DELETE_FLAG in self.winners.columns:
+            return self.winners.filter(~F.col(DELETE_FLAG))
+        return self.winners
 
 
 def _partition(partition_column: str | None) -> Column:
@@ -83,38 +100,69 @@ def _plan(
     partition_column: str | None,
 ) -> _Plan:
     columns = list(batch.columns)
+    deletes = DELETE_FLAG in columns
+    if deletes:
+        stored = stored.withColumn(DELETE_FLAG, F.lit(False))
     combined = stored.withColumn(_SIDE, F.lit(0)).unionByName(batch.withColumn(_SIDE, F.lit(1)))
     by_key = Window.partitionBy(*(col(k) for k in key))
     ordered = by_key.orderBy(
         *survivor_ordering(columns, key, version_column, then_by=[F.col(_SIDE).asc()])
     )
+    from_stored = F.col(_SIDE) == 0
     ranked = combined.withColumn(_RANK, F.row_number().over(ordered)).withColumn(
-        _HAD_STORED, F.max((F.col(_SIDE) == 0).cast("int")).over(by_key)
+        _HAD_STORED, F.max(from_stored.cast("int")).over(by_key)
     )
+    partition = _partition(partition_column)
+    is_delete = F.col(DELETE_FLAG) if deletes else F.lit(False)
+    if deletes and partition_column:
+        # A winning delete changes the partition of the stored row it removes.
+        ranked = ranked.withColumn(_STORED_PART, F.max(F.when(from_stored, partition)).over(by_key))
+        partition = F.when(is_delete, F.col(_STORED_PART)).otherwise(partition)
     # Persisted: counted here, then range-sampled and written by the stage step.
     winners = ranked.filter(F.col(_RANK) == 1).persist(StorageLevel.MEMORY_AND_DISK)
-    from_batch = F.col(_SIDE) == 1
+    upsert = (F.col(_SIDE) == 1) & ~is_delete
+    had_stored = F.col(_HAD_STORED) == 1
     try:
         per_partition = (
-            winners.groupBy(_partition(partition_column).alias(_PART))
+            winners.filter(~is_delete | had_stored)  # a delete of an absent key changes nothing
+            .groupBy(partition.alias(_PART))
             .agg(
-                F.sum((from_batch & (F.col(_HAD_STORED) == 1)).cast("int")).alias("updates"),
-                F.sum((from_batch & (F.col(_HAD_STORED) == 0)).cast("int")).alias("inserts"),
-                F.count(F.lit(1)).alias("rows"),
+                F.sum((upsert & had_stored).cast("int")).alias("updates"),
+                F.sum((upsert & ~had_stored).cast("int")).alias("inserts"),
+                F.sum(is_delete.cast("int")).alias("deletes"),
+                F.sum((~is_delete).cast("int")).alias("rows"),
             )
             .collect()
         )
     except BaseException:
         winners.unpersist()
         raise
-    changed = [r for r in per_partition if r["updates"] or r["inserts"]]
+    changed = [r for r in per_partition if r["updates"] or r["inserts"] or r["deletes"]]
     return _Plan(
         winners=winners,
         changed=[r[_PART] for r in changed],
         inserts=sum(r["inserts"] for r in changed),
         updates=sum(r["updates"] for r in changed),
+        deletes=sum(r["deletes"] for r in changed),
         rows_rewritten=sum(r["rows"] for r in changed),
     )
+
+
+def _with_tombstones(spark: SparkSession, batch: MergeBatch, key: Sequence[str]) -> DataFrame:
+    """The batch's rows to rank now: with deletes, the tombstones kept for its keys (read
+    again in each attempt) join them as deletes."""
+    stones = batch.tombstones
+    kept = stones.table.open() if stones is not None else None
+    if stones is None or kept is None:
+        return batch.rows
+    names = [*key, stones.version_column]
+    deletes = (
+        stored_rows(spark, kept, table_schema(kept), None, data_files(kept, None))
+        .select(*(col(n).cast(spark_type(batch.schema.field(n).type)).alias(n) for n in names))
+        .join(batch.rows.select(*(col(k) for k in key)).distinct(), on=list(key), how="semi")
+        .withColumn(DELETE_FLAG, F.lit(True))
+    )
+    return batch.rows.unionByName(deletes, allowMissingColumns=True)
 
 
 def merge_partitions_spark(
@@ -127,6 +175,7 @@ def merge_partitions_spark(
     schema: pa.Schema,
     commit_metadata: Mapping[str, Any] | None = None,
     txn: Transaction | None = None,
+    delete_column: tuple[str, object] | None = None,
 ) -> WriteResult:
     """Upsert ``df`` on ``key`` (newest ``version_column`` wins), rewriting changed partitions.
 
@@ -135,35 +184,24 @@ def merge_partitions_spark(
     between versions (it is derived from the key's identity, e.g. ``event_date``), as with
     the local merge's partition pruning. ``partition_column=None`` treats the whole table
     as one partition.
+
+    ``delete_column`` ``(column, marker)``: rows whose ``column`` equals ``marker`` delete
+    their key, ordered by version like updates (at one version a delete wins), as the local
+    ``merge_with_deletes`` does; ``column`` is read, never stored, and a delete row carries
+    its key's partition value like an upsert. ``details["rows_deleted"]`` counts the rows
+    removed.
     """
     if not version_column:
         raise ValueError("the Spark merge needs a version column to decide which row wins")
     spark = df.sparkSession
-    extra: dict[str, Column] = {}
-    if partition_column:
-        # The batch's partitions come out of the dedupe's own job (collect_set skips nulls).
-        value = col(partition_column)
-        extra = {
-            "values": F.collect_set(F.when(survivor(), value)),
-            "null": F.max(survivor() & value.isNull()),
-        }
-    deduped = dedupe_newest_spark(
-        conform_spark(df, schema), key, version_column, fingerprint=True, extra_aggregates=extra
+    batch = (
+        event_batch(target, df, key, version_column, partition_column, schema, delete_column)
+        if delete_column is not None
+        else deduplicated_batch(df, key, version_column, partition_column, schema)
     )
-    batch = deduped.rows
-    assert deduped.fingerprint is not None and deduped.extra is not None
-    batch_fp = deduped.fingerprint
-    details = {
-        "engine": "spark",
-        "duplicates_dropped": deduped.duplicates_dropped,
-        "conflicting_keys": deduped.conflicting_keys,
-    }
+    batch_fp, details, touched = batch.fingerprint, batch.details, batch.touched
+    schema = batch.schema  # the table's: a delete marker is read, never stored
     properties = properties_for(commit_metadata, batch_fp, txn)
-    touched = (
-        [*deduped.extra["values"], *([None] if deduped.extra["null"] else [])]
-        if partition_column
-        else None
-    )
     cluster_by = list(key)
 
     def attempt(number: int) -> WriteResult:
@@ -178,8 +216,8 @@ def merge_partitions_spark(
                 attempts=number + 1,
                 details=details,
             )
-        if table is None:
-            staged = stage(batch, target, schema, partition_column, cluster_by)
+        if table is None and delete_column is None:
+            staged = stage(batch.rows, target, schema, partition_column, cluster_by)
             try:
                 commit_staged(target, None, staged, properties, schema=schema)
             except BaseException:
@@ -195,14 +233,21 @@ def merge_partitions_spark(
                 attempts=number + 1,
                 details={**details, "files_added": len(staged.files)},
             )
-        require_plain_table(table, partition_column, schema)
-        files = data_files(
-            table, partition_column, (lambda v: v in touched) if touched is not None else None
+        files: list[DataFile] = []
+        if table is None:
+            # With deletes a first write is planned too: its own deletes (and kept ones) win.
+            stored = spark.createDataFrame([], spark_schema(schema))
+        else:
+            require_plain_table(table, partition_column, schema)
+            files = data_files(
+                table, partition_column, (lambda v: v in touched) if touched is not None else None
+            )
+            stored = stored_rows(spark, table, schema, partition_column, files)
+        plan = _plan(
+            stored, _with_tombstones(spark, batch, key), key, version_column, partition_column
         )
-        stored = stored_rows(spark, table, schema, partition_column, files)
-        plan = _plan(stored, batch, key, version_column, partition_column)
         try:
-            if not plan.changed:
+            if not plan.changed and table is not None:
                 return WriteResult.unchanged(
                     STRATEGY,
                     target.uri,
@@ -212,7 +257,7 @@ def merge_partitions_spark(
                     attempts=number + 1,
                     details=details,
                 )
-            rewrite = plan.winners
+            rewrite = plan.rows
             if partition_column:
                 rewrite = rewrite.filter(_in(partition_column, plan.changed))
             staged = stage(
@@ -231,17 +276,20 @@ def merge_partitions_spark(
         except BaseException:
             discard_unless_committed(target, staged)
             raise
+        deleted = {"rows_deleted": plan.deletes} if delete_column is not None else {}
         return WriteResult.written(
             STRATEGY,
             target.uri,
             version,
-            plan.inserts + plan.updates,
+            plan.inserts + plan.updates + plan.deletes,
             batch_fp,
             rows_inserted=plan.inserts,
             rows_updated=plan.updates,
+            rows_deleted=plan.deletes,
             attempts=number + 1,
             details={
                 **details,
+                **deleted,
                 "partitions_rewritten": len(plan.changed),
                 "rows_rewritten": plan.rows_rewritten,
                 "files_added": len(staged.files),
