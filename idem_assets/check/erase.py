@@ -99,7 +99,7 @@ def erase(
     done = {}
     for name in names:
         target = lake.table(name)
-        for table in (target, *satellites(target)):
+        for table in (target, *(t for t in satellites(target) if t.exists())):
             done[name + table.uri[len(target.uri) :]] = erase_key(
                 table, column, value, {"idem.erase": "1"}
             )

@@ -40,8 +40,9 @@ def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -
     rows = to_arrow(data)
     if schema is not None:
         rows = conform(rows, schema)
-    # With deletes, the merge orders each key's events itself (a delete wins a tie).
-    if not spec.dedupe or not spec.natural_key or spec.delete_column:
+    # With deletes, the merge orders each key's events itself (a delete wins a tie); a
+    # history keeps every version of a key.
+    if not spec.dedupe or not spec.natural_key or spec.delete_column or spec.strategy == "history":
         return PreparedBatch(rows, rows.num_rows, 0, 0, PendingFingerprint(rows))
     sort_by = [c for c in (spec.partition_column, *spec.prune_columns) if c]
     result = dedupe_newest(rows, spec.natural_key, spec.version_column, sort_by=sort_by)

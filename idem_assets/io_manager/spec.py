@@ -13,13 +13,15 @@ from idem_assets.lake.predicates import is_identifier
 PREFIX = "idem/"
 _TABLE = re.compile(r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")
 
-Strategy = Literal["overwrite", "merge", "replace", "append"]
+Strategy = Literal["overwrite", "merge", "replace", "append", "history"]
 
 STRATEGY_DESCRIPTIONS: dict[str, str] = {
     "overwrite": "replaceWhere: the run's [start, end) partitions are replaced in one commit",
     "merge": "MERGE on the natural key; newest version wins; unchanged rows are not rewritten",
     "replace": "atomic full replace in one commit; readers never see the table empty",
     "append": "exactly-once append committed with a Delta txn (app id, version)",
+    "history": "SCD type 2: a row per version (valid_from/valid_to/is_current from the "
+    "version column), only the affected keys rewritten, in one MERGE",
 }
 
 
@@ -48,8 +50,8 @@ class WriteSpec(BaseModel):
     dedupe: bool = Field(default=True, description="Keep one row per natural key before writing.")
     delete_column: str | None = Field(
         default=None,
-        description="Merge only: the column that marks a row as a delete of its key (not "
-        "stored); ordered by version_column like an update, a delete winning a tie.",
+        description="Merge and history: the column that marks a row as a delete of its key "
+        "(not stored); ordered by version_column like an update, a delete winning a tie.",
     )
     delete_value: str | bool = Field(
         default=True,
@@ -108,10 +110,12 @@ class WriteSpec(BaseModel):
             raise ValueError("overwrite needs partition_column (or partition_expr)")
         if self.strategy == "merge" and not self.natural_key:
             raise ValueError("merge needs natural_key")
+        if self.strategy == "history" and not (self.natural_key and self.version_column):
+            raise ValueError("history needs natural_key and version_column")
         if self.delete_column is not None and (
-            self.strategy != "merge" or self.version_column is None
+            self.strategy not in ("merge", "history") or self.version_column is None
         ):
-            raise ValueError("delete_column needs strategy merge and a version_column")
+            raise ValueError("delete_column needs strategy merge or history and a version_column")
         if self.dedupe and self.strategy != "append" and not self.natural_key:
             raise ValueError("dedupe needs natural_key (or set dedupe=False)")
         return self

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.history_deletes import DELETES_SUFFIX
 from idem_assets.lake.merge import tombstones_table
 from idem_assets.lake.predicates import all_of, quote_identifier
 from idem_assets.lake.stored import filesystem
@@ -142,8 +143,12 @@ def erase_key(
 
 
 def satellites(target: LakeTable) -> list[LakeTable]:
-    """The tables kept beside ``target`` that hold its keys too (a merge's tombstones)."""
-    return [tombstones_table(target)]
+    """The tables kept beside ``target`` that hold its keys too (a merge's tombstones, a
+    history's deletes)."""
+    return [
+        tombstones_table(target),
+        LakeTable(f"{target.uri}{DELETES_SUFFIX}", target.storage_options),
+    ]
 
 
 def files_holding(target: LakeTable, paths: Iterable[str]) -> list[str]:

@@ -116,6 +116,7 @@ class HistoryPlan:
     inserts: pl.DataFrame
     updates: pl.DataFrame  # same (key, valid_from), other period or attributes
     removals: pl.DataFrame  # stored rows that must go (a delete arrived at their version)
+    current: pl.DataFrame  # the stored history rows of the batch's keys
 
     @property
     def changes(self) -> int:
@@ -163,6 +164,7 @@ def plan_history(
             have.select(on), on=on, how="semi"
         ),
         removals=have.join(want.select(on), on=on, how="anti"),
+        current=have,
     )
 
 

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from idem_assets import __version__
 from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.lake.history import IS_CURRENT, VALID_FROM, VALID_TO
 from idem_assets.landing.column_types import TypedColumn, arrow_schema
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.rules import ValueRule
@@ -156,6 +157,19 @@ class LakeAssetDef:
             for field in self.schema
             if field.name != self.spec.delete_column
         ]
+        if self.spec.strategy == "history":
+            version = next(c.type for c in columns if c.name == self.spec.version_column)
+            columns += [
+                dg.TableColumn(
+                    name=VALID_FROM, type=version, description="the version, valid from then"
+                ),
+                dg.TableColumn(
+                    name=VALID_TO,
+                    type=version,
+                    description="the next version or delete; null: current",
+                ),
+                dg.TableColumn(name=IS_CURRENT, type="bool", description="valid_to is null"),
+            ]
         z_order = {Z_ORDER_KEY: list(self.z_order)} if self.z_order else {}
         return {
             **self.spec.to_metadata(),

@@ -106,6 +106,7 @@ def _description(source: LandingSource) -> str:
         "overwrite": "replacing exactly the run's days in one Delta commit",
         "merge": f"merged on {', '.join(source.natural_key)}",
         "replace": "replacing the whole table atomically",
+        "history": f"kept as a history of each {', '.join(source.natural_key)} (SCD type 2)",
     }[strategy]
     return f"The {source.name} landing source, {how}."
 

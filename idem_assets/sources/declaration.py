@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 # checkpoint scope and Delta txn app id. idem_assets.stream.source imports it from here.
 SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 MAX_DECLARED_FIELD_BYTES = 64 << 20
-Strategy = Literal["overwrite", "merge", "replace"]
+Strategy = Literal["overwrite", "merge", "replace", "history"]
 # What a column named by another field must be, by name of the requirement.
 _KINDS: dict[str, Callable[[ColumnType], bool]] = {
     "timestamp": lambda t: t.kind == "timestamp",
@@ -95,12 +95,14 @@ class LandingSource(Declared):
         default=None,
         description="overwrite (replace the run's days; default when "
         "partition_date is set), merge (MERGE on the natural key; default otherwise), "
-        "replace (snapshots: atomic full replace).",
+        "replace (snapshots: atomic full replace), history (SCD type 2: a row per version, "
+        "valid_from/valid_to/is_current from the version column).",
     )
     delete_marker: DeleteMarker | None = Field(
         default=None,
-        description="Merge only: a row marked so deletes its key; ordered by the version "
-        "like an update (a delete wins a tie), so an older upsert never brings it back.",
+        description="Merge and history: a row marked so deletes its key; ordered by the "
+        "version like an update (a delete wins a tie), so an older upsert never brings it "
+        "back (a history closes the key's version).",
     )
     erasable_keys: tuple[str, ...] = Field(
         default=(),
@@ -220,8 +222,14 @@ class LandingSource(Declared):
             self.require("prune_columns", column)
         if self.delete_marker is not None:
             self.require("delete_marker", self.delete_marker.column, read=True)
-            if self.resolved_strategy != "merge" or self.version is None:
-                raise ValueError("delete_marker needs strategy merge and a version column")
+            if self.resolved_strategy not in ("merge", "history") or self.version is None:
+                raise ValueError(
+                    "delete_marker needs strategy merge or history and a version column"
+                )
+        if self.resolved_strategy == "history" and self.version is None:
+            raise ValueError(
+                "strategy history dates each version by the version column: declare version"
+            )
         for column in self.erasable_keys:
             self.require("erasable_keys", column)
         for column in self.z_order:
@@ -354,7 +362,8 @@ class DailySource(LandingSource):
     def _daily_strategy(cls, value: Strategy | None) -> Strategy | None:
         if value == "replace":
             raise ValueError(
-                "replace is for snapshot sources; a daily source is written by overwrite or merge"
+                "replace is for snapshot sources; a daily source is written by overwrite, merge "
+                "or history"
             )
         return value
 
@@ -390,7 +399,7 @@ class DailySource(LandingSource):
         return self.partition_date, self.first_day
 
     @property
-    def resolved_strategy(self) -> Literal["overwrite", "merge"]:
+    def resolved_strategy(self) -> Literal["overwrite", "merge", "history"]:
         """overwrite when a partition_date is declared, else merge (unless declared)."""
         if self.strategy is not None:
             return self.strategy  # type: ignore[return-value]  # replace is refused above
@@ -417,8 +426,8 @@ class SnapshotSource(LandingSource):
     @field_validator("strategy")
     @classmethod
     def _snapshot_strategy(cls, value: Strategy | None) -> Strategy | None:
-        if value == "overwrite":
-            raise ValueError("a snapshot source is written by replace or merge, not overwrite")
+        if value in ("overwrite", "history"):
+            raise ValueError(f"a snapshot source is written by replace or merge, not {value}")
         return value
 
     @field_validator("layout")

@@ -10,6 +10,8 @@ from idem_assets.io_manager import RerunComparison, Window, compare, prepare, ta
 from idem_assets.io_manager.strategies import compare_days
 from idem_assets.lake import read_rows
 from idem_assets.lake.frames import to_arrow
+from idem_assets.lake.history import PERIOD, PROBLEM, history_problems
+from idem_assets.lake.history_deletes import history_deletes
 from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.checks.erased import erased_keys_check
 from idem_assets.lib.checks.landing import landing_checks
@@ -20,6 +22,7 @@ from idem_assets.resources import LakeResource
 
 RERUN_EQUALITY = "rerun_equality"
 UNIQUE_NATURAL_KEY = "unique_natural_key"
+HISTORY_INTERVALS = "history_intervals"
 _SAMPLE = 10
 
 
@@ -152,10 +155,75 @@ def unique_key_check(definition: LakeAssetDef) -> LakeCheck:
     )
 
 
+def _history_intervals(
+    definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window], _: frozenset[str]
+) -> Iterator[tuple[int, dg.AssetCheckResult]]:
+    """The history's invariants, judged over the whole table once (a key's versions may be
+    in any partition); each partition reports the keys holding a row of its days (a table
+    without a day column: every key)."""
+    import polars as pl  # here, not at import: see idem_assets._lazy
+
+    spec = definition.spec
+    assert spec.version_column is not None
+    key = list(spec.natural_key)
+    target = target_table(lake, spec, definition.key)
+    table = target.open()
+    column = spec.partition_column
+    columns = list(dict.fromkeys([*key, *PERIOD, *([column] if column else [])]))
+    rows = read_rows(table, columns=columns) if table is not None else None
+    deletes = history_deletes(target, key, spec.version_column)
+    problems = (
+        pl.from_arrow(history_problems(rows, key, deletes=deletes))
+        if rows is not None
+        else pl.DataFrame(schema={**{k: pl.Int64 for k in key}, PROBLEM: pl.String})
+    )
+    frame = pl.from_arrow(rows) if rows is not None else None
+    assert isinstance(problems, pl.DataFrame)
+    for index, window in enumerate(windows):
+        found, checked = problems, frame.height if frame is not None else 0
+        if frame is not None and column is not None and window.partitioned:
+            assert window.start is not None and window.end is not None
+            inside = frame.filter(
+                pl.col(column).is_between(window.start, window.end, closed="left")
+            )
+            checked = inside.height
+            found = problems.join(inside.select(key).unique(), on=key, how="semi")
+        yield (
+            index,
+            dg.AssetCheckResult(
+                check_name=HISTORY_INTERVALS,
+                passed=found.height == 0,
+                metadata={
+                    "partition_range": window.label(),
+                    "rows_checked": checked,
+                    "keys_with_problems": found.select(key).unique().height,
+                    "sample": dg.MetadataValue.json(found.head(_SAMPLE).to_dicts()),
+                },
+            ),
+        )
+
+
+def history_check(definition: LakeAssetDef) -> LakeCheck:
+    """A history table's periods: one current row per key, no overlap, no gap but a delete."""
+    return LakeCheck(
+        names=(
+            CheckName(
+                HISTORY_INTERVALS,
+                "Each key has at most one current row, and its versions' periods neither "
+                "overlap nor leave a gap that no delete explains.",
+            ),
+        ),
+        evaluate_windows=_history_intervals,
+        reads=frozenset({Reads.TABLE}),
+    )
+
+
 def standard_checks(definition: LakeAssetDef) -> list[LakeCheck]:
     """The checks every lake asset gets, then the ones its definition adds."""
     checks = [RERUN_EQUALITY_CHECK]
-    if definition.spec.natural_key:
+    if definition.spec.strategy == "history":
+        checks.append(history_check(definition))
+    elif definition.spec.natural_key:
         checks.append(unique_key_check(definition))
     if definition.landing_source is not None:
         checks.append(landing_checks(definition))

@@ -22,6 +22,8 @@ from idem_assets.io_manager import PreparedBatch, Window, prepare, target_table
 from idem_assets.io_manager.strategies import strategy_for, window_slice
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.frames import conform, to_arrow
+from idem_assets.lake.history import VALID_FROM
+from idem_assets.lake.history_deletes import history_deletes
 from idem_assets.lake.merge import Tombstones
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
 from idem_assets.landing.reader import LandingBatch
@@ -169,6 +171,8 @@ class JudgedSpan:
             return Counter()
         strategy = strategy_for(spec)
         ranges = strategy.touched(spec, window_slice(spec, self._span), self.deduplicated)
+        if spec.strategy == "history":
+            return self._accounted_in_history(target, table)
         if spec.strategy == "merge" and spec.delete_column is not None:
             return self._accounted_with_deletes(target, table)
         if spec.strategy == "merge":
@@ -227,6 +231,33 @@ class JudgedSpan:
             pl.col(newest).is_null() | (pl.col(newest) > pl.col(version))
         )
         return Counter(up_ok.get_column(_WINDOW).to_list() + gone.get_column(_WINDOW).to_list())
+
+    def _accounted_in_history(self, target: LakeTable, table: DeltaTable) -> Counter[int]:
+        """Kept rows a history accounts for, per window: an upsert whose version is a row of
+        its key (or lost its version to a delete), a delete kept beside the table."""
+        import polars as pl  # here, not at import: see idem_assets._lazy
+
+        spec = self.definition.spec
+        assert spec.version_column is not None
+        key, version = list(spec.natural_key), spec.version_column
+        stored = pl.from_arrow(read_rows(table, columns=[*key, VALID_FROM]))
+        assert isinstance(stored, pl.DataFrame)
+        stored = stored.rename({VALID_FROM: version})
+        dead = pl.from_arrow(history_deletes(target, key, version))
+        assert isinstance(dead, pl.DataFrame)
+        on = [*key, version]
+        dead = dead.cast({c: stored.schema[c] for c in on})  # typed when none is stored yet
+        known = pl.concat([stored.select(on), dead.select(on)], how="vertical_relaxed")
+        if spec.delete_column is None:
+            events = self._kept
+        else:
+            marked = (pl.col(spec.delete_column) == spec.delete_value).fill_null(False)
+            events = self._kept.filter(~marked)
+            deletes = self._kept.filter(marked).join(dead.select(on), on=on, how="semi")
+            events = pl.concat([events.join(known, on=on, how="semi"), deletes])
+            return Counter(events.get_column(_WINDOW).to_list())
+        found = events.join(known, on=on, how="semi")
+        return Counter(found.get_column(_WINDOW).to_list())
 
     @functools.cached_property
     def _quarantined_by_window(self) -> Counter[int]:
