@@ -33,6 +33,7 @@ from idem_assets.io_manager.modes import write_by_mode
 from idem_assets.io_manager.noop import same_inputs
 from idem_assets.io_manager.output import StaleSkipError, TableOutput
 from idem_assets.io_manager.settings import (
+    TABLE_CONFIGURATION_KEY,
     mode_of,
     mode_write,
     schema_mode_of,
@@ -51,6 +52,7 @@ from idem_assets.lake import (
     WriteResult,
     slice_signature,
 )
+from idem_assets.lake.change_data import keep_change_feed
 from idem_assets.lake.frames import to_arrow
 from idem_assets.lake.tables import table_schema
 from idem_assets.partitions import window_dates
@@ -198,6 +200,7 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
             log.last_settled(),
             WriteOptions(**self._options_of(context), change_key=spec.natural_key),
         )
+        keep_change_feed(table, request.options.table_config)
         crash_point(f"lake.before_write/{name}")
         checkpoint = self._checkpoint()
         try:
@@ -272,7 +275,7 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         """Table configuration for a table-creating write: the asset's
         ``table_configuration`` metadata, then the manager's ``table_config`` (as in
         dagster-delta)."""
-        own = setting(context, "table_configuration") if context else None
+        own = setting(context, TABLE_CONFIGURATION_KEY) if context else None
         merged = {**(own or {}), **(self.table_config or {})}
         return {str(k): str(v) for k, v in merged.items()} or None
 

@@ -95,6 +95,11 @@ def schema_mode_of(value: Any) -> SchemaMode | None:
     raise ValueError(f"unknown schema_mode {raw!r}: one of overwrite, merge")
 
 
+# The output metadata key of a table-creating write's Delta table configuration
+# (dagster-delta's name for it).
+TABLE_CONFIGURATION_KEY = "table_configuration"
+
+
 def setting(context: dg.OutputContext, key: str) -> Any:
     """A per-output setting as dagster-delta finds it: the output's runtime metadata, then
     its definition metadata (MetadataValue unwrapped)."""

@@ -42,7 +42,7 @@ row is then deleted and inserted again: each has changed shape).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from deltalake import CommitProperties, DeltaTable, Schema, WriterProperties, write_deltalake
@@ -79,6 +79,17 @@ def feeds_changes(table: DeltaTable | None) -> bool:
     if table is None:
         return False
     return table.metadata().configuration.get(CHANGE_DATA_FEED, "").lower() == "true"
+
+
+def keep_change_feed(table: DeltaTable | None, configuration: Mapping[str, str] | None) -> bool:
+    """Give an existing table the change data feed ``configuration`` asks for (a write that
+    creates the table takes it from the configuration itself); whether it was turned on now.
+    The feed starts at the version that turns it on."""
+    wanted = (configuration or {}).get(CHANGE_DATA_FEED, "").lower() == "true"
+    if table is None or not wanted or feeds_changes(table):
+        return False
+    table.alter.set_table_properties({CHANGE_DATA_FEED: "true"})
+    return True
 
 
 def replace_rows(

@@ -18,6 +18,8 @@ from pydantic import Field
 
 from idem_assets import __version__
 from idem_assets.io_manager import Window, WriteSpec
+from idem_assets.io_manager.settings import TABLE_CONFIGURATION_KEY
+from idem_assets.lake.change_data import CHANGE_DATA_FEED
 from idem_assets.lake.history import IS_CURRENT, VALID_FROM, VALID_TO
 from idem_assets.landing.column_types import TypedColumn, arrow_schema
 from idem_assets.landing.contract import SourceContract
@@ -79,6 +81,8 @@ class LakeAssetDef:
     automation_condition: dg.AutomationCondition | None = None
     # Columns the maintenance job Z-orders the table by (none: plain compaction).
     z_order: tuple[str, ...] = ()
+    # Keep a Delta change data feed (each write feeds only the rows it changes).
+    change_data_feed: bool = False
     # A backfill range longer than this runs as several runs of at most this many days
     # (Dagster's multi-run backfill policy); None: one run, one commit, whatever its length.
     max_days_per_run: int | None = None
@@ -171,6 +175,11 @@ class LakeAssetDef:
                 dg.TableColumn(name=IS_CURRENT, type="bool", description="valid_to is null"),
             ]
         z_order = {Z_ORDER_KEY: list(self.z_order)} if self.z_order else {}
+        # dagster-delta's key: the table configuration of a table-creating write (an
+        # existing table is given the property by its next write).
+        feed = (
+            {TABLE_CONFIGURATION_KEY: {CHANGE_DATA_FEED: "true"}} if self.change_data_feed else {}
+        )
         return {
             **self.spec.to_metadata(),
             "dagster/column_schema": dg.TableSchema(columns=columns),
@@ -178,6 +187,7 @@ class LakeAssetDef:
             WRITERS_KEY: self.writers,
             **({MAX_DAYS_KEY: self.max_days_per_run} if self.max_days_per_run else {}),
             **z_order,
+            **feed,
         }
 
 

@@ -90,6 +90,7 @@ def lake_asset_def(source: LandingSource) -> LakeAssetDef:
         quarantine_share=source.checks.quarantine_share,
         blocking_checks=source.checks.blocking,
         z_order=tuple(source.z_order),
+        change_data_feed=source.change_data_feed,
         max_days_per_run=source.backfill.max_days_per_run
         if isinstance(source, DailySource)
         else None,

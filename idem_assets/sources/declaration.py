@@ -104,6 +104,12 @@ class LandingSource(Declared):
         "version like an update (a delete wins a tie), so an older upsert never brings it "
         "back (a history closes the key's version).",
     )
+    change_data_feed: bool = Field(
+        default=False,
+        description="Keep a Delta change data feed: every write feeds only the rows it "
+        "changes (an unchanged rerun feeds nothing), for consumers of the changes since they "
+        "last ran (idem_assets.lib.consume_changes).",
+    )
     erasable_keys: tuple[str, ...] = Field(
         default=(),
         description="Columns that identify a person (e.g. customer_id): `idem-assets erase "

@@ -15,10 +15,16 @@ from idem_assets.lake.history import IS_CURRENT, VALID_FROM, VALID_TO
 from idem_assets.sources.load import declaration_from_mapping
 from idem_assets_tests.harness import check_results, declared_definitions
 from idem_assets_tests.lake.test_merge_deletes import DAYS, KEY, OP, VERSION, change_days
-from idem_assets_tests.sources.test_delete_marker import DECLARED, START, _lay_out
+from idem_assets_tests.sources.test_delete_marker import DECLARED, START, _documented, _lay_out
 
-HISTORY = {**DECLARED, "name": "crm_customers", "strategy": "history"}
-CHECKS = ("rerun_equality", "history_intervals", "conservation")
+# The documented declaration, named like the change sets' folder, their versions integers.
+HISTORY = {
+    **_documented("crm_customer_history"),
+    "name": "crm_customers",
+    "layout": None,
+    "columns": DECLARED["columns"],
+}
+CHECKS = ("rerun_equality", "history_intervals", "conservation", "quarantine_share")
 
 
 def reference(days: list[pa.Table]) -> set[tuple]:
