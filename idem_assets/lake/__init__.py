@@ -8,6 +8,7 @@ from idem_assets.lake.changes import (
     change_rows,
 )
 from idem_assets.lake.dedupe import DedupeResult, dedupe_newest
+from idem_assets.lake.erasure import Erased, erase_key, files_holding, key_digest
 from idem_assets.lake.fingerprint import (
     Fingerprint,
     FingerprintAccumulator,
@@ -51,6 +52,7 @@ __all__ = [
     "VALID_TO",
     "DedupeResult",
     "Fingerprint",
+    "Erased",
     "FingerprintAccumulator",
     "PendingFingerprint",
     "LakeTable",
@@ -75,6 +77,9 @@ __all__ = [
     "slice_signature",
     "history_deletes",
     "history_problems",
+    "erase_key",
+    "files_holding",
+    "key_digest",
     "merge_history",
     "merge_upsert",
     "merge_with_deletes",

@@ -10,6 +10,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.erasure import erase_key
+from idem_assets.lake.history import merge_history
 from idem_assets.lake.merge import merge_with_deletes
 from idem_assets.lake.overwrite import overwrite_slice
 from idem_assets.lake.predicates import date_range
@@ -63,3 +64,48 @@ def test_erasure_by_delete_alone_is_undone_by_the_next_rerun_of_an_old_day(tmp_p
     assert 1 in read_rows(target.open()).column(KEY).to_pylist()  # erased, and back
     # The right way (the ledger filters every later write) is proven end to end in
     # checks/test_erase_command.py and io_manager/test_merge_deletes_asset.py.
+
+
+def _load_time_history(rows: list[dict], day: pa.Table, loaded_at: int) -> None:
+    """The usual hand-made SCD2: each loaded row closes the key's current row and opens a
+    new one, both dated by the load."""
+    for change in day.to_pylist():
+        for row in rows:
+            if row[KEY] == change[KEY] and row["valid_to"] is None:
+                row["valid_to"] = loaded_at
+        if change[OP] != "D":
+            rows.append(
+                {
+                    KEY: change[KEY],
+                    "segment": change["segment"],
+                    "valid_from": loaded_at,
+                    "valid_to": None,
+                }
+            )
+
+
+def test_load_time_history_depends_on_load_order_and_grows_on_every_rerun(tmp_path):
+    forward: list[dict] = []
+    for clock, day in enumerate((DAY_1, DAY_2)):
+        _load_time_history(forward, day, clock)
+    backward: list[dict] = []
+    for clock, day in enumerate((DAY_2, DAY_1)):  # a backfill of day 1 after day 2
+        _load_time_history(backward, day, clock)
+    current = {r[KEY] for r in backward if r["valid_to"] is None}
+    assert 1 in current  # the deleted customer is current again
+    assert forward != backward
+    rerun = [dict(r) for r in forward]
+    _load_time_history(rerun, DAY_2, 2)
+    assert len(rerun) > len(forward)  # a rerun adds versions that never happened
+
+    # Periods from the version column: one table in both orders; a rerun commits nothing.
+    tables = []
+    for name, order in (("forward", (DAY_1, DAY_2)), ("backward", (DAY_2, DAY_1))):
+        target = LakeTable(str(tmp_path / name))
+        for day in order:
+            merge_history(target, day, [KEY], version_column=VERSION, delete_column=(OP, "D"))
+        tables.append(sorted(map(str, read_rows(target.open()).to_pylist())))
+        again = merge_history(target, DAY_2, [KEY], version_column=VERSION, delete_column=(OP, "D"))
+        assert not again.committed
+    assert tables[0] == tables[1]
+    assert not any("'customer_id': 1" in row and "'is_current': True" in row for row in tables[0])
