@@ -30,4 +30,4 @@ SOURCES: dict[str, SourceContract] = {
 DAILY_SOURCES = tuple(name for name, c in SOURCES.items() if c.daily)
 
 # The append-only events stream of the sample domain (stream files carry events' columns).
-EVENTS_STREAM: StreamSource = stream_of(EVENTS, "events_stream")
+EVENTS_STREAM: StreamSource = stream_of(EVENTS, "events_stream", erasable_keys=("customer_id",))

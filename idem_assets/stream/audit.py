@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from idem_assets._lazy import lazy_module
 from idem_assets.checkpoint import CheckpointStore, Status
+from idem_assets.checkpoint.erasures import ErasureLedger
 from idem_assets.lake import LakeTable, read_rows, txn_version
 from idem_assets.stream.offsets import OffsetLog
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
@@ -45,11 +46,23 @@ def audit_stream(store: CheckpointStore, source: StreamSource, table: LakeTable)
     files_by_batch = _files_by_batch(rows)
     problems: list[str] = []
     succeeded = [b for b in batches if b.tracker.status is Status.SUCCEEDED]
+    # Rows `idem-assets erase` took out of committed batches: a batch may hold fewer rows than
+    # it committed, never more, and the shortfall of all batches is exactly those rows.
+    erased = sum(
+        int(entry.tables.get(source.name, {}).get("rows", 0))
+        for entry in ErasureLedger(store).entries()
+    )
+    short = 0
     for batch in succeeded:
         expected = int(batch.tracker.result["rows"])
         found = counts.pop(batch.seq, 0)
-        if found != expected:
+        short += expected - found
+        if found > expected or (found < expected and not erased):
             problems.append(f"batch {batch.seq}: {found} rows in the table, {expected} committed")
+    if erased and short != erased:
+        problems.append(
+            f"the batches hold {short} rows fewer than they committed, but erasure took {erased}"
+        )
         strangers = files_by_batch.get(batch.seq, set()) - {f.relpath for f in batch.plan.files}
         if strangers:
             problems.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ from deltalake import DeltaTable
 from idem_assets._lazy import lazy_module
 from idem_assets.lake import Fingerprint, fingerprint
 from idem_assets.lake.delta_log import commit_infos
+from idem_assets.lake.erasure import Erased
 from idem_assets.lake.frames import conform
 from idem_assets.landing.normalise import quarantine_schema
 from idem_assets.stream.files import FileRead
@@ -43,13 +45,23 @@ class BuiltBatch:
     quarantine: pa.Table  # quarantine_schema()
     raw_rows: int
     fingerprint: Fingerprint
+    erased: int = 0  # valid rows left out: they hold an erased key
 
     def __post_init__(self) -> None:
-        if self.raw_rows != self.rows.num_rows + self.quarantine.num_rows:
+        if self.raw_rows != self.rows.num_rows + self.quarantine.num_rows + self.erased:
             raise AssertionError(
                 f"batch {self.plan.seq}: {self.raw_rows} raw rows but {self.rows.num_rows} "
-                f"valid + {self.quarantine.num_rows} quarantined"
+                f"valid + {self.quarantine.num_rows} quarantined + {self.erased} erased"
             )
+
+    def without(self, erased: Erased) -> BuiltBatch:
+        """The batch without the rows holding an erased key (counted as ``erased``)."""
+        rows, removed = erased.without(self.rows)
+        if not removed:
+            return self
+        return dataclasses.replace(
+            self, rows=rows, fingerprint=fingerprint(rows), erased=self.erased + removed
+        )
 
 
 def with_lineage(read: FileRead, seq: int) -> pa.Table:
@@ -82,6 +94,7 @@ def batch_metadata(source: StreamSource, built: BuiltBatch) -> dict[str, Any]:
         META_QUARANTINED: built.quarantine.num_rows,
         "idem.stream.files": len(built.plan.files),
         "idem.stream.raw_rows": built.raw_rows,
+        "idem.stream.erased_rows": built.erased,
     }
 
 

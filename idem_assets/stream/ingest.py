@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, Tracker
+from idem_assets.checkpoint.erasures import ErasureLedger
 from idem_assets.lake import LakeTable, append_exactly_once, txn_version
 from idem_assets.landing.files import Landing
 from idem_assets.landing.quarantine import append_quarantine
@@ -182,6 +183,7 @@ class StreamIngester:
                 plan.signature,
                 result.version,
                 claim.attempts,
+                built.erased,
             )
             self._succeed(claim, outcome)
             return outcome
@@ -198,6 +200,8 @@ class StreamIngester:
             claim = self.store.extend(claim, self.settings.lease_seconds)
             self._observe("file_read", plan.seq, index=index, file=entry.relpath)
         built = build_batch(self.source, plan, reads)
+        if self.source.erasable_keys:
+            built = built.without(ErasureLedger(self.store).erased(self.source.erasable_keys))
         self._observe(
             "built",
             plan.seq,

@@ -32,6 +32,8 @@ class StreamSource:
     """One stream. Its name is the landing folder, the table name and the Delta txn app id."""
 
     contract: SourceContract
+    # Columns identifying a person: keys the erasure ledger holds are left out of batches.
+    erasable_keys: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not SOURCE_NAME.match(self.contract.name):
@@ -70,6 +72,10 @@ class StreamSource:
         return Path(landing_dir) / self.name
 
 
-def stream_of(contract: SourceContract, name: str) -> StreamSource:
+def stream_of(
+    contract: SourceContract, name: str, erasable_keys: tuple[str, ...] = ()
+) -> StreamSource:
     """A stream with ``contract``'s columns and rules under another name (no folder dates)."""
-    return StreamSource(dataclasses.replace(contract, name=name, daily=False, date_column=None))
+    return StreamSource(
+        dataclasses.replace(contract, name=name, daily=False, date_column=None), erasable_keys
+    )

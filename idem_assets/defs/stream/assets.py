@@ -109,6 +109,7 @@ def _logger(context: dg.AssetExecutionContext) -> Any:
         "dagster/table_name": STREAM.name,
         "idem/strategy": "append",
         "idem/txn_app_id": STREAM.app_id,
+        "idem/erasable_keys": list(STREAM.erasable_keys),
     },
     description=(
         "Append-only event log fed by <landing>/events_stream/: every run fixes the next "
