@@ -6,7 +6,9 @@ import pyarrow as pa
 import pytest
 
 from idem_assets.lake import dedupe_newest, fingerprint
+from idem_assets.lake.erasure import Erased
 from idem_assets.lib.spark import pyspark_resource, session_of
+from idem_assets.spark.erasure import without_erased_spark
 from idem_assets.spark.fingerprint import spark_fingerprint
 from idem_assets.spark.resource import require_settings, spark_config
 from idem_assets.spark.transforms import dedupe_newest_spark
@@ -77,3 +79,13 @@ def test_dagster_resource_yields_a_session_with_the_engine_settings(spark):
     session = session_of(resource)
     require_settings(session)
     assert session.range(3).count() == 3
+
+
+def test_erased_keys_leave_a_spark_frame_as_they_leave_an_arrow_table(spark):
+    rows = tied_orders(4)
+    customer = rows.column("customer_id")[0].as_py()
+    erased = Erased({"customer_id": frozenset({str(customer)}), "email": frozenset({"x"})})
+    local, removed = erased.without(rows)
+    assert removed > 0
+    kept = without_erased_spark(to_spark(spark, rows), erased).toArrow()
+    assert fingerprint(kept) == fingerprint(local)
