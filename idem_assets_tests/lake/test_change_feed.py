@@ -357,7 +357,7 @@ def rebuilt(downstream: LakeTable) -> pa.Table:
 
 
 # --- Randomised: 30 days of upserts and deletes, loaded and reloaded in random orders -----
-DAYS, KEYS, ORDERS = 30, 40, 20
+DAYS, KEYS, ORDERS = 30, 40, 50
 
 
 def change_days(seed: int) -> list[pa.Table]:

@@ -87,7 +87,7 @@ def _load_in_order(root, days: list[pa.Table], order: list[int]) -> dict[int, di
     return {row[KEY]: row for row in stored}
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(50))
 def test_random_orders_with_reruns_converge_to_the_reference(tmp_path, seed):
     days = change_days(seed)
     want = reference(days)
