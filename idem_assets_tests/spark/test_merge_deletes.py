@@ -190,3 +190,31 @@ def test_a_declared_delete_marker_on_the_spark_engine_passes_every_check(spark, 
     stored = read_rows(lake.table("crm_customers").open()).to_pylist()
     assert stored and OP not in stored[0]
     assert {row[KEY]: row for row in stored} == reference([days[i] for i in picked])
+
+
+def test_a_declared_history_on_the_spark_engine_equals_the_local_one(spark, tmp_path):
+    """Executors read the change sets; the history is the local engine's, every check green."""
+    days = change_days(12)
+    landing = tmp_path / "landing"
+    _lay_out(landing, days)
+    history = {**DECLARED, "strategy": "history"}
+    tables = []
+    for engine in ("spark", "local"):
+        source = declaration_from_mapping(history, "test")
+        defs, lake = declared_definitions([source], landing, tmp_path / engine)
+        alone = dg.define_asset_job("alone", selection=dg.AssetSelection.assets("crm_customers"))
+        job = dg.Definitions.merge(defs, dg.Definitions(jobs=[alone])).resolve_job_def("alone")
+        instance = dg.DagsterInstance.ephemeral()
+        run_config = {"ops": {"crm_customers": {"config": {"engine": engine}}}}
+        for index in [3, 1, 2, 1]:
+            key = (START + dt.timedelta(days=index)).isoformat()
+            result = job.execute_in_process(
+                partition_key=key, instance=instance, run_config=run_config
+            )
+            assert materialization_metadata(result)["crm_customers"].get("engine", "local") == (
+                "spark" if engine == "spark" else "local"
+            )
+            checks = check_results(result)
+            assert checks and all(checks.values()), checks
+        tables.append(fingerprint(read_rows(lake.table("crm_customers").open())))
+    assert tables[0] == tables[1] and tables[0].rows > 0
