@@ -24,8 +24,9 @@ case at 1,000 rows (imports, delta-rs's first MERGE, Dagster's first run), both 
   the gaps). *whole table*: no predicate; the source is the whole table after the changes,
   built before the timer;
 - ``ours merge_history``: SCD2 (valid_from / valid_to / is_current from the version) into the
-  customers in history form; ``idem_assets.lake.history`` is imported lazily and the
-  contender reported as not available where it is missing.
+  customers in history form, the deletes kept in ``<table>__history_deletes`` first (inside
+  the timer); ``idem_assets.lake.history`` is imported lazily and the contender reported as
+  not available where it is missing.
 
 After the timer each result table is checked against the change set by streaming counts (so a
 fast wrong answer cannot win): rows = before + inserts − deletes, every changed row's content
@@ -78,6 +79,9 @@ ID, VERSION = "customer_id", "updated_at"
 CHANGED_EMAIL = "@example.org"  # customer_changes' emails; the base table's end in .com
 NEWER = "s.updated_at > t.updated_at"
 UNAVAILABLE = "not available: idem_assets.lake.history is not in this tree"
+# The table each contender keeps its deletes in beside the result (none: absent, version -1).
+SIDE = {HISTORY: ("__history_deletes", "deletes log")}
+TOMBSTONES = ("__tombstones", "tombstones")
 
 
 def change_set(n: int) -> pa.Table:
@@ -260,6 +264,11 @@ def _version(uri: str) -> int:
     return DeltaTable(uri).version() if (Path(uri) / "_delta_log").exists() else -1
 
 
+def _side(contender: str) -> tuple[str, str]:
+    """The suffix and name of the table beside the result that keeps the contender's deletes."""
+    return SIDE.get(contender, TOMBSTONES)
+
+
 def prepare(contender: str, n: int, workdir: str) -> dict[str, Any]:
     """A fresh root with the base table, the contender warmed up on 1,000 rows (untimed)."""
     root = Path(workdir)
@@ -275,7 +284,7 @@ def prepare(contender: str, n: int, workdir: str) -> dict[str, Any]:
     if contender == RERUN:
         run_ours(job)
     job["version_before"] = _version(job["uri"])
-    job["tombstones_before"] = _version(job["uri"] + "__tombstones")
+    job["tombstones_before"] = _version(job["uri"] + _side(contender)[0])
     return job
 
 
@@ -304,7 +313,7 @@ def verify(job: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         "version_after": after,
         "new_versions": commits,
         "tombstones_before": job["tombstones_before"],
-        "tombstones_after": _version(job["uri"] + "__tombstones"),
+        "tombstones_after": _version(job["uri"] + _side(job["contender"])[0]),
         "rewritten": total("num_target_files_removed", "num_removed_files"),
         "merge_seconds": total("execution_time_ms") / 1000,
         "check": check(job["uri"], job["expected"], history=job["contender"] == HISTORY),
@@ -349,7 +358,8 @@ def _moved(stat: Stats) -> str:
     text = f"yes: {before} → {after}" if stat.last("new_versions") else f"no: {after}"
     stones = stat.last("tombstones_before"), stat.last("tombstones_after")
     if stones[0] != stones[1]:
-        text += f"; tombstones {stones[0] if stones[0] >= 0 else 'none'} → {stones[1]}"
+        name = _side(stat.name)[1]
+        text += f"; {name} {stones[0] if stones[0] >= 0 else 'none'} → {stones[1]}"
     return text
 
 
@@ -467,6 +477,15 @@ def summary(numbers: dict[str, Any]) -> list[str]:
         if ratio is not None
         else f"- merge_history / merge_with_deletes: {UNAVAILABLE} (target ≤ 2×)."
     ]
+    if HISTORY in values:
+        out.append(
+            f"- merge_history's row counts are of history rows: it inserts a row per upsert (the "
+            f"{numbers['updates']:,} new versions of changed customers and the "
+            f"{numbers['inserts']:,} new customers), updates the current row each of the "
+            f"{numbers['updates']:,} updates and {numbers['deletes']:,} deletes closes "
+            "(valid_to, is_current) and deletes none; the deletes are first stored in "
+            "`<table>__history_deletes`."
+        )
     rerun = values[RERUN]
     out.append(
         f"- The rerun of the same change set: {rerun['new_versions']} new versions, tombstones "
