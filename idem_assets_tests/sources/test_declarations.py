@@ -75,7 +75,10 @@ def test_a_good_declaration_loads_with_defaults(tmp_path):
 
 
 CASES = [
-    (with_(colums=[]), "colums: unknown field; allowed: asset, backfill, checks, code_version"),
+    (
+        with_(colums=[]),
+        "colums: unknown field; allowed: asset, backfill, change_data_feed, checks, code_version",
+    ),
     (
         column("at", type="datetime"),
         "columns[2].type: 'datetime' is not a column type; allowed: "
@@ -102,7 +105,10 @@ CASES = [
         with_(partition_date=None, strategy="overwrite"),
         "strategy overwrite replaces the run's days, so it needs partition_date",
     ),
-    (with_(strategy="upsert"), "strategy: Input should be 'overwrite', 'merge' or 'replace'"),
+    (
+        with_(strategy="upsert"),
+        "strategy: Input should be 'overwrite', 'merge', 'replace' or 'history'",
+    ),
     (with_(strategy="replace"), "strategy: replace is for snapshot sources"),
     (with_(snapshot=True), "first_day: a snapshot source has no partitions; remove it"),
     (with_(layout="{source}/latest"), "layout '{source}/latest' names no day"),
@@ -230,6 +236,7 @@ def test_python_and_yaml_declarations_are_the_same_thing():
             ),
         ),
         natural_key=("order_id",),
+        erasable_keys=("customer_id",),
         version="updated_at",
         partition_date="order_date",
         strategy="overwrite",
