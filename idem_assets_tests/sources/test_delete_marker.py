@@ -74,7 +74,9 @@ def test_a_declared_delete_marker_converges_in_any_order(tmp_path):
 
 
 def test_a_delete_marker_needs_merge_and_a_version():
-    with pytest.raises(ValueError, match="delete_marker needs strategy merge or history and a version"):
+    with pytest.raises(
+        ValueError, match="delete_marker needs strategy merge or history and a version"
+    ):
         declaration_from_mapping({**DECLARED, "strategy": "overwrite"}, "test")
 
 
