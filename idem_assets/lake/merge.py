@@ -21,6 +21,7 @@ from idem_assets.lake.tables import (
     WriteOptions,
     commit_properties,
     read_rows,
+    rows_of_keys,
     table_schema,
     with_commit_retries,
 )
@@ -327,9 +328,15 @@ def plan_changes(
     plan = plan_merge(table, upserts, key, version_column)
     if table is None:
         return ChangePlan(plan, deletes.clear())
-    stored = to_polars(read_rows(table, columns=[*key, version_column])).rename(
-        {version_column: _STORED_VERSION}
-    )
+    if deletes.is_empty():
+        return ChangePlan(plan, deletes)
+    # Only the deleted keys' stored versions are read (one key column: while streaming).
+    schema = table_schema(table)
+    stored = to_polars(
+        rows_of_keys(table, deletes.select(key), pa.schema([schema.field(c) for c in key])).select(
+            [*key, version_column]
+        )
+    ).rename({version_column: _STORED_VERSION})
     doomed = deletes.join(stored, on=key, how="inner").filter(
         pl.col(version_column) >= pl.col(_STORED_VERSION)
     )
