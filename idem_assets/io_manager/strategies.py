@@ -185,7 +185,13 @@ def _plan_changes(spec: WriteSpec, target: LakeTable, batch: PreparedBatch) -> C
     marker = (spec.delete_column, spec.delete_value)
     kept = tombstones_of(batch.rows, spec.natural_key, spec.version_column, marker, stones.read())
     return plan_changes(
-        target.open(), batch.rows, spec.natural_key, spec.version_column, marker, kept
+        target.open(),
+        batch.rows,
+        spec.natural_key,
+        spec.version_column,
+        marker,
+        kept,
+        spec.prune_columns,
     )
 
 
@@ -355,6 +361,7 @@ class Merge(WriteStrategy):
                 spec.natural_key,
                 version_column=spec.version_column,
                 delete_column=(spec.delete_column, spec.delete_value),
+                prune_columns=spec.prune_columns,
                 commit_metadata=commit_metadata,
                 options=options or WriteOptions(),
             )

@@ -313,9 +313,11 @@ def plan_changes(
     version_column: str,
     delete_column: tuple[str, object],
     tombstones: pa.Table,
+    prune_columns: Sequence[str] = (),
 ) -> ChangePlan:
     """The newest event per key of ``rows`` and the ``tombstones`` of its keys, against
-    ``table``: the upserts that beat the stored rows, and the stored rows deleted."""
+    ``table``: the upserts that beat the stored rows, and the stored rows deleted. Only the
+    files within the batch's ``[min, max]`` of ``prune_columns`` are read."""
     key = list(key)
     batch_keys = to_polars(rows.select(key)).unique()
     relevant = to_polars(tombstones).join(batch_keys, on=key, how="semi").to_arrow()
@@ -325,18 +327,25 @@ def plan_changes(
         events.filter(~pl.col(_DELETE)).select(columns).to_arrow(), rows.select(columns).schema
     )
     deletes = events.filter(pl.col(_DELETE)).select([*key, version_column])
-    plan = plan_merge(table, upserts, key, version_column)
+    plan = plan_merge(table, upserts, key, version_column, prune_columns)
     if table is None:
         return ChangePlan(plan, deletes.clear())
     if deletes.is_empty():
         return ChangePlan(plan, deletes)
     # Only the deleted keys' stored versions are read (one key column: while streaming).
-    schema = table_schema(table)
-    stored = to_polars(
-        rows_of_keys(table, deletes.select(key), pa.schema([schema.field(c) for c in key])).select(
-            [*key, version_column]
+    if len(key) == 1:
+        found = read_rows(
+            table,
+            columns=[*key, version_column],
+            ranges=pruning_ranges(rows, prune_columns),
+            keys=(key[0], deletes.get_column(key[0]).to_arrow()),
         )
-    ).rename({version_column: _STORED_VERSION})
+    else:
+        schema = table_schema(table)
+        found = rows_of_keys(table, deletes.select(key), pa.schema([schema.field(c) for c in key]))
+    stored = to_polars(found.select([*key, version_column])).rename(
+        {version_column: _STORED_VERSION}
+    )
     doomed = deletes.join(stored, on=key, how="inner").filter(
         pl.col(version_column) >= pl.col(_STORED_VERSION)
     )
@@ -351,6 +360,7 @@ def merge_changes(
     version_column: str,
     delete_column: tuple[str, object],
     tombstones: pa.Table | Callable[[], pa.Table | None] | None = None,
+    prune_columns: Sequence[str] = (),
     commit_metadata: Mapping[str, Any] | None = None,
     options: WriteOptions = DEFAULT_OPTIONS,
 ) -> tuple[WriteResult, pa.Table]:
@@ -370,7 +380,9 @@ def merge_changes(
         known = tombstones() if callable(tombstones) else tombstones
         found[:] = [tombstones_of(rows, key, version_column, delete_column, known)]
         table = target.open()
-        changes = plan_changes(table, rows, key, version_column, delete_column, found[0])
+        changes = plan_changes(
+            table, rows, key, version_column, delete_column, found[0], prune_columns
+        )
         plan, doomed = changes.upserts, changes.deletes
         if table is None:
             write_deltalake(
@@ -406,7 +418,8 @@ def merge_changes(
             names=[*names, _TIE, _DELETE],
         )
         on = all_of(
-            *(f"{quote_identifier(k, _TARGET)} = {quote_identifier(k, _SOURCE)}" for k in key)
+            *(f"{quote_identifier(k, _TARGET)} = {quote_identifier(k, _SOURCE)}" for k in key),
+            *(r.sql(_TARGET) for r in pruning_ranges(rows, prune_columns)),
         )
         v_s = quote_identifier(version_column, _SOURCE)
         v_t = quote_identifier(version_column, _TARGET)
@@ -489,11 +502,14 @@ def merge_with_deletes(
     *,
     version_column: str,
     delete_column: tuple[str, object],
+    prune_columns: Sequence[str] = (),
     commit_metadata: Mapping[str, Any] | None = None,
     options: WriteOptions = DEFAULT_OPTIONS,
 ) -> WriteResult:
     """``merge_changes`` with its tombstones kept beside the table: the batch's deletes are
-    stored first, then the MERGE reads them (again in each attempt)."""
+    stored first, then the MERGE reads them (again in each attempt). ``prune_columns``:
+    columns fixed for a key (the key itself, a sign-up date) whose batch ``[min, max]``
+    limits the files read and merged."""
     rows = to_arrow(data)
     stones = Tombstones.beside(target, key, version_column)
     column, marker = delete_column
@@ -505,6 +521,7 @@ def merge_with_deletes(
         version_column=version_column,
         delete_column=delete_column,
         tombstones=stones.read,
+        prune_columns=prune_columns,
         commit_metadata=commit_metadata,
         options=options,
     )

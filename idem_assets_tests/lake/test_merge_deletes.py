@@ -195,3 +195,35 @@ def test_tombstones_kept_beside_the_table_converge_in_any_order(tmp_path, worker
             is False
         )
     assert target.open().version() == version
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pruned_to_the_batch_key_range_random_orders_still_converge(tmp_path, seed):
+    """With the key as a pruning column, each load reads and merges only the files within
+    its batch's [min, max] of keys, tombstones of its keys included, and still converges."""
+    days = change_days(seed + 100)
+    rng = random.Random(seed)
+    order = [i for i in range(DAYS) for _ in range(rng.randint(1, 2))]
+    rng.shuffle(order)
+    target = LakeTable(str(tmp_path / "customers"))
+    for index in order:
+        merge_with_deletes(
+            target,
+            days[index],
+            [KEY],
+            version_column=VERSION,
+            delete_column=(OP, "D"),
+            prune_columns=[KEY],
+        )
+    stored = {row[KEY]: row for row in read_rows(target.open()).to_pylist()}
+    assert stored == reference(days)
+    version = target.open().version()
+    merge_with_deletes(
+        target,
+        days[order[0]],
+        [KEY],
+        version_column=VERSION,
+        delete_column=(OP, "D"),
+        prune_columns=[KEY],
+    )
+    assert target.open().version() == version
