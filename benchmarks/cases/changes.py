@@ -243,6 +243,7 @@ def run_history(job: dict[str, Any]) -> dict[str, Any]:
         [ID],
         version_column=VERSION,
         delete_column=(CHANGE_OP, DELETE),
+        prune_columns=[ID],  # as merge_with_deletes is given
     )
     return {
         "inserted": result.rows_inserted,

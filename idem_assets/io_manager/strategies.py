@@ -507,6 +507,7 @@ class History(WriteStrategy):
             spec.natural_key,
             version_column=spec.version_column,
             delete_column=_delete_marker(spec),
+            prune_columns=spec.prune_columns,
             commit_metadata=commit_metadata,
         )
 
@@ -556,7 +557,10 @@ def _plan_history(spec: WriteSpec, target: LakeTable, rows: pa.Table) -> History
     assert spec.version_column is not None
     events = batch_events(rows, spec.natural_key, spec.version_column, _delete_marker(spec))
     deletes = history_deletes(target, spec.natural_key, spec.version_column)
-    return plan_history(target.open(), events, spec.natural_key, spec.version_column, deletes)
+    ranges = pruning_ranges(rows, spec.prune_columns)
+    return plan_history(
+        target.open(), events, spec.natural_key, spec.version_column, deletes, ranges
+    )
 
 
 def _history_detail(inserts: int, updates: int, removals: int) -> str:

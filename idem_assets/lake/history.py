@@ -35,7 +35,8 @@ from idem_assets.lake.dedupe import DELETE_FLAG, survivor_sort
 from idem_assets.lake.fingerprint import fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
 from idem_assets.lake.history_deletes import BatchDeletes
-from idem_assets.lake.predicates import all_of, quote_identifier
+from idem_assets.lake.merge import pruning_ranges
+from idem_assets.lake.predicates import Range, all_of, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import (
     DEFAULT_OPTIONS,
@@ -130,9 +131,11 @@ def plan_history(
     key: Sequence[str],
     version_column: str,
     deletes: pa.Table,
+    ranges: Sequence[Range] = (),
 ) -> HistoryPlan:
     """Recompute the histories of the keys of ``events`` from the stored rows, ``deletes``
-    and ``events``, and compare them with the stored rows."""
+    and ``events``, and compare them with the stored rows (read from the files that may
+    hold ``ranges``: the batch's ``[min, max]`` of columns fixed for a key)."""
     key = list(key)
     data = [c for c in events.columns if c != _DELETE]
     if table is None:
@@ -149,7 +152,7 @@ def plan_history(
     typed = to_polars(conform(incoming.to_arrow(), fields)).with_columns(
         incoming.get_column(_DELETE)
     )
-    have = to_polars(rows_of_keys(table, typed.select(key).unique(), schema))
+    have = to_polars(rows_of_keys(table, typed.select(key).unique(), schema, ranges))
     kept = have.drop(VALID_TO, IS_CURRENT, version_column).rename({VALID_FROM: version_column})
     gone = to_polars(deletes).with_columns(pl.lit(True).alias(_DELETE))
     everything = pl.concat(
@@ -175,9 +178,12 @@ def merge_history(
     *,
     version_column: str,
     delete_column: tuple[str, object] | None = None,
+    prune_columns: Sequence[str] = (),
     commit_metadata: Mapping[str, Any] | None = None,
 ) -> WriteResult:
     """Add the events of ``data`` to the history ``target`` (the rule: module docstring).
+    ``prune_columns``: columns fixed for a key whose batch ``[min, max]`` limits the files
+    read and merged.
 
     The batch's deletes are stored beside the table first. Each attempt reads the stored
     deletes and rows of the batch's keys, so a writer that lost a race re-plans from the
@@ -189,6 +195,7 @@ def merge_history(
     rows = to_arrow(data)
     content = fingerprint(rows)
     metadata = {**(commit_metadata or {}), "idem.fingerprint": str(content)}
+    ranges = pruning_ranges(rows, prune_columns)
     events = batch_events(rows, key, version_column, delete_column)
     keys = events.select(key).unique()
     batch_deletes = events.filter(pl.col(_DELETE)).select([*key, version_column]).to_arrow()
@@ -200,7 +207,7 @@ def merge_history(
     def attempt(number: int) -> WriteResult:
         planned[:] = [log.read()]
         table = target.open()
-        plan = plan_history(table, events, key, version_column, planned[0][0])
+        plan = plan_history(table, events, key, version_column, planned[0][0], ranges)
         if table is None:
             write_deltalake(
                 target.uri,
@@ -231,7 +238,7 @@ def merge_history(
                 details=details,
             )
         crash_point(f"lake.history_planned/{target.uri.rsplit('/', 1)[-1]}")
-        metrics = _execute(table, plan, key, metadata)
+        metrics = _execute(table, plan, key, metadata, ranges)
         return WriteResult.written(
             STRATEGY,
             target.uri,
@@ -257,7 +264,11 @@ def merge_history(
 
 
 def _execute(
-    table: DeltaTable, plan: HistoryPlan, key: Sequence[str], metadata: Mapping[str, Any]
+    table: DeltaTable,
+    plan: HistoryPlan,
+    key: Sequence[str],
+    metadata: Mapping[str, Any],
+    ranges: Sequence[Range] = (),
 ) -> dict[str, Any]:
     """Apply ``plan`` in one MERGE on (key, valid_from): removals flagged, the rest upserted."""
     names = plan.schema.names
@@ -276,7 +287,8 @@ def _execute(
         *(
             f"{quote_identifier(c, _TARGET)} = {quote_identifier(c, _SOURCE)}"
             for c in (*key, VALID_FROM)
-        )
+        ),
+        *(r.sql(_TARGET) for r in ranges),
     )
     gone = quote_identifier(_GONE, _SOURCE)
     assignments = {quote_identifier(c): quote_identifier(c, _SOURCE) for c in names}

@@ -124,17 +124,23 @@ def read_rows(
     return retrying(scan, table.table_uri, table_retries(table))
 
 
-def rows_of_keys(table: DeltaTable | None, keys: pl.DataFrame, schema: pa.Schema) -> pa.Table:
+def rows_of_keys(
+    table: DeltaTable | None,
+    keys: pl.DataFrame,
+    schema: pa.Schema,
+    ranges: Sequence[Condition] = (),
+) -> pa.Table:
     """The rows of ``table`` whose key columns (the columns of ``keys``) are a row of
-    ``keys``; one key column is matched while streaming (``read_rows``), several after."""
+    ``keys``, read from the files that may hold ``ranges``; one key column is matched while
+    streaming (``read_rows``), several after."""
     if table is None:
         return schema.empty_table()
     key = keys.columns
     if len(key) == 1:
-        return read_rows(table, keys=(key[0], keys.get_column(key[0]).to_arrow()))
+        return read_rows(table, ranges=ranges, keys=(key[0], keys.get_column(key[0]).to_arrow()))
     import polars as pl  # here, not at import: see idem_assets._lazy
 
-    stored = pl.from_arrow(read_rows(table))
+    stored = pl.from_arrow(read_rows(table, ranges=ranges))
     assert isinstance(stored, pl.DataFrame)
     return stored.join(keys, on=key, how="semi").to_arrow()
 

@@ -118,7 +118,7 @@ class LandingSource(Declared):
     )
     prune_columns: tuple[str, ...] = Field(
         default=(),
-        description="Merge only: columns whose [min, max] prunes the "
+        description="Merge and history: columns whose [min, max] prunes the "
         "MERGE to the files it can touch.",
     )
     z_order: tuple[str, ...] = Field(
@@ -252,8 +252,8 @@ class LandingSource(Declared):
                 )
         if self.csv.suffixes and "csv" not in self.formats:
             raise ValueError("csv.suffixes: the source's formats do not include csv")
-        if self.prune_columns and self.resolved_strategy != "merge":
-            raise ValueError("prune_columns applies to the merge strategy only")
+        if self.prune_columns and self.resolved_strategy not in ("merge", "history"):
+            raise ValueError("prune_columns applies to the merge and history strategies only")
         return self
 
     def require(self, field: str, column: str | None, *kinds: str, read: bool = False) -> None:

@@ -168,7 +168,7 @@ CASES = [
         with_(columns=[*GOOD["columns"], {"name": "d2", "type": "date", "date_of": "label"}]),
         "d2: date_of: 'label' has type string; it must be a timestamp column",
     ),
-    (with_(prune_columns=["id"]), "prune_columns applies to the merge strategy only"),
+    (with_(prune_columns=["id"]), "prune_columns applies to the merge and history strategies only"),
     (
         with_(checks={"quarantine_share": 2}),
         "checks.quarantine_share: Input should be less than or equal to 1",
