@@ -511,6 +511,12 @@ def summary(numbers: dict[str, Any]) -> list[str]:
         "deleted key arriving in a later load is inserted again; the delta-rs MERGE also lets "
         "an older update overwrite a newer stored row."
     )
+    out.append(
+        "- Ours run with `prune_columns=[customer_id]`, as the shipped customers declare it: "
+        "the plan reads, and the MERGE touches, only the files within the change set's id "
+        "range (ids grow with sign-up time, so changes cluster), where the delta-rs MERGE and "
+        "dagster-delta scan every file of the table."
+    )
     return out + [""]
 
 
