@@ -277,8 +277,8 @@ def load_landing(
     add_asset_metadata(context, landing_metadata(batch, version))
     if batch.quarantine.num_rows:
         context.log.warning(
-            f"{batch.quarantine.num_rows} {contract.name} row(s) quarantined in "
-            f"{QUARANTINE_TABLE} for {window.label()}"
+            f"{batch.quarantine.num_rows} {contract.name} row(s) of {window.label()} could not "
+            f"be stored as declared: kept with their reasons in the {QUARANTINE_TABLE!r} table"
         )
     warn_unread(context, batch.ignored_files)
     return batch.rows
