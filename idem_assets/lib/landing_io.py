@@ -7,11 +7,12 @@ import datetime as dt
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from idem_assets._lazy import lazy_module
+from idem_assets.checkpoint import Memo
 from idem_assets.io_manager import TableOutput, Window
 from idem_assets.io_manager.noop import same_inputs
 from idem_assets.io_manager.tracking import SettledWrite, last_settled
@@ -29,7 +30,8 @@ from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.inputs import input_signatures, keep_hashes, known_hashes
 from idem_assets.lib.landing_report import (
     add_asset_metadata,
-    landing_metadata,
+    figures_metadata,
+    landing_figures,
     listed,
     warn_unread,
 )
@@ -83,6 +85,9 @@ def list_window(lake: LakeResource, contract: SourceContract, window: Window) ->
 # Landing batches read within a step, by landing, source, window and the listing they read
 # (every file's path and stamp): the write's read and the checks' recomputation of the same
 # window share one read exactly when no file changed in between.
+# Where a window's landing figures are kept (by asset), stamped with its input signature.
+FIGURES_SCOPE = "landing-figures"
+
 _SHARED_READS: ContextVar[dict[tuple[object, ...], LandingBatch] | None] = ContextVar(
     "idem_shared_landing_reads", default=None
 )
@@ -176,11 +181,23 @@ def landing_output(
     add_asset_metadata(
         context, {"input_files_hashed": cache.hashed, "input_files_hash_reused": cache.reused}
     )
+    scope = f"{FIGURES_SCOPE}/{definition.name}"
     if _inputs_unchanged(context, lake, definition, listing, window, signature, settled):
+        # The figures of the run that read these very files: a rerun reports what it stands on.
+        with checkpoint.open() as store:
+            kept = store.memos(scope, [window.label()]).get(window.label())
+        if kept is not None and kept.stamp == signature:
+            add_asset_metadata(context, figures_metadata(kept.value))
         return TableOutput.unchanged_inputs(signature)
     if spark is not None:
         return _spark_output(context, lake, spark, definition, window, signature, listing)
-    rows = load_landing(context, lake, contract, window, listing)
+    rows, figures = _load_and_report(context, lake, contract, window, listing)
+    with checkpoint.open() as store:
+        try:
+            store.remember(scope, [Memo(window.label(), signature, figures)])
+        except ValueError:  # too many files to keep every listing: the counts alone
+            plain = {k: v for k, v in figures.items() if not isinstance(v, dict | list)}
+            store.remember(scope, [Memo(window.label(), signature, plain)])
     return TableOutput(definition.derive(rows) if definition.derive else rows, signature)
 
 
@@ -272,13 +289,25 @@ def load_landing(
     listing: WindowListing | None = None,
 ) -> pa.Table:
     """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows."""
+    return _load_and_report(context, lake, contract, window, listing)[0]
+
+
+def _load_and_report(
+    context: dg.AssetExecutionContext,
+    lake: LakeResource,
+    contract: SourceContract,
+    window: Window,
+    listing: WindowListing | None = None,
+) -> tuple[pa.Table, dict[str, Any]]:
+    """``load_landing``, and the figures it reported."""
     batch = read_landing(lake, contract, window, listing)
     version = write_quarantine(lake, contract, batch.quarantine, window)
-    add_asset_metadata(context, landing_metadata(batch, version))
+    figures = landing_figures(batch, version)
+    add_asset_metadata(context, figures_metadata(figures))
     if batch.quarantine.num_rows:
         context.log.warning(
             f"{batch.quarantine.num_rows} {contract.name} row(s) of {window.label()} could not "
             f"be stored as declared: kept with their reasons in the {QUARANTINE_TABLE!r} table"
         )
     warn_unread(context, batch.ignored_files)
-    return batch.rows
+    return batch.rows, figures

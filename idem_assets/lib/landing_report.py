@@ -25,8 +25,9 @@ def listed(ignored: Mapping[str, str]) -> dg.MetadataValue:
     return dg.MetadataValue.json(dict(sorted(ignored.items())[:MAX_LISTED_FILES]))
 
 
-def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, Any]:
-    """Row accounting for the materialization: raw rows, valid rows, quarantined rows, files."""
+def landing_figures(batch: LandingBatch, quarantine_version: int) -> dict[str, Any]:
+    """Row accounting of a landing read, as plain JSON values: raw rows, valid rows,
+    quarantined rows, files (kept, so that a rerun on unchanged files reports them too)."""
     files = [
         {"file": f.relpath, "format": f.format, "rows": f.rows, "sha256": f.sha256[:12]}
         for f in batch.files[:MAX_LISTED_FILES]
@@ -41,19 +42,28 @@ def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, 
         "raw_rows": batch.raw_rows,
         "valid_rows": batch.rows.num_rows,
         "quarantined_rows": batch.quarantine.num_rows,
-        "quarantine_reasons": dg.MetadataValue.json(reasons),
+        "quarantine_reasons": reasons,
         "quarantine_table_version": quarantine_version,
-        "dropped_columns": dg.MetadataValue.json(
-            {path: list(cols) for path, cols in batch.dropped_columns.items()}
-        ),
-        "files": dg.MetadataValue.json(files),
+        "dropped_columns": {path: list(cols) for path, cols in batch.dropped_columns.items()},
+        "files": files,
         # Files in the folder that were not read, and remarks such as zero-byte files: shown so
         # that a producer's misnamed or empty file is seen by a person, not silently skipped.
-        "ignored_files": listed(batch.ignored_files),
-        "file_notes": dg.MetadataValue.json(
-            {p: list(n) for p, n in sorted(batch.notes.items())[:MAX_LISTED_FILES]}
-        ),
+        "ignored_files": dict(sorted(batch.ignored_files.items())[:MAX_LISTED_FILES]),
+        "file_notes": {p: list(n) for p, n in sorted(batch.notes.items())[:MAX_LISTED_FILES]},
     }
+
+
+def figures_metadata(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """``landing_figures`` as materialization metadata (structured values as JSON)."""
+    return {
+        name: dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
+        for name, value in figures.items()
+    }
+
+
+def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, Any]:
+    """Row accounting for the materialization: raw rows, valid rows, quarantined rows, files."""
+    return figures_metadata(landing_figures(batch, quarantine_version))
 
 
 def warn_unread(context: dg.AssetExecutionContext, ignored: Mapping[str, str]) -> None:
