@@ -187,7 +187,9 @@ def landing_output(
         with checkpoint.open() as store:
             kept = store.memos(scope, [window.label()]).get(window.label())
         if kept is not None and kept.stamp == signature:
-            add_asset_metadata(context, figures_metadata(kept.value))
+            # The listing's own unread files (reported by _inputs_unchanged) stay as listed now.
+            figures = {k: v for k, v in kept.value.items() if k != "ignored_files"}
+            add_asset_metadata(context, figures_metadata(figures))
         return TableOutput.unchanged_inputs(signature)
     if spark is not None:
         return _spark_output(context, lake, spark, definition, window, signature, listing)
