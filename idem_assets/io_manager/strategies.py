@@ -56,6 +56,7 @@ from idem_assets.lake.predicates import Condition
 if TYPE_CHECKING:
     import dagster as dg
     import pyarrow as pa
+    from deltalake import DeltaTable
 else:
     pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
 
@@ -527,13 +528,14 @@ class History(WriteStrategy):
     def compare_days(
         self, spec: WriteSpec, target: LakeTable, batch: PreparedBatch, days: Sequence[dt.date]
     ) -> list[RerunComparison]:
-        """``compare`` day by day: each day's rows planned against the table (one read of
-        the stored rows of the span's keys, then a plan per day)."""
+        """``compare`` day by day: each day's rows planned against the table (opened, and its
+        kept deletes read, once for all the days)."""
         column = spec.partition_column or ""
+        state = _history_state(spec, target)
         out = []
         for day in days:
             rows = day_rows(batch.rows, column, day)
-            plan = _plan_history(spec, target, rows)
+            plan = _plan_history(spec, target, rows, state)
             out.append(
                 RerunComparison(
                     passed=plan.changes == 0,
@@ -552,15 +554,25 @@ def _delete_marker(spec: WriteSpec) -> tuple[str, object] | None:
     return (spec.delete_column, spec.delete_value) if spec.delete_column else None
 
 
-def _plan_history(spec: WriteSpec, target: LakeTable, rows: pa.Table) -> HistoryPlan:
-    """What loading ``rows`` into the history again would change."""
+def _plan_history(
+    spec: WriteSpec,
+    target: LakeTable,
+    rows: pa.Table,
+    opened: tuple[DeltaTable | None, pa.Table] | None = None,
+) -> HistoryPlan:
+    """What loading ``rows`` into the history again would change; ``opened``: the table and
+    its kept deletes, read once for several plans."""
     assert spec.version_column is not None
+    table, deletes = opened or _history_state(spec, target)
     events = batch_events(rows, spec.natural_key, spec.version_column, _delete_marker(spec))
-    deletes = history_deletes(target, spec.natural_key, spec.version_column)
     ranges = pruning_ranges(rows, spec.prune_columns)
-    return plan_history(
-        target.open(), events, spec.natural_key, spec.version_column, deletes, ranges
-    )
+    return plan_history(table, events, spec.natural_key, spec.version_column, deletes, ranges)
+
+
+def _history_state(spec: WriteSpec, target: LakeTable) -> tuple[DeltaTable | None, pa.Table]:
+    """The history table as it is, and every delete kept beside it."""
+    assert spec.version_column is not None
+    return target.open(), history_deletes(target, spec.natural_key, spec.version_column)
 
 
 def _history_detail(inserts: int, updates: int, removals: int) -> str:
