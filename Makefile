@@ -9,6 +9,7 @@ export IDEM_LAKE_DIR ?= $(CURDIR)/data/lake
 HOST ?= 127.0.0.1
 PORT ?= 3000
 NOTIFY_PORT ?= 8765
+NOTIFY_DB ?= data/state/notify.db
 # Local development token of the reference notification service (not a secret);
 # set IDEM_NOTIFY_TOKEN yourself to use another.
 export IDEM_NOTIFY_TOKEN ?= local-dev-token
@@ -16,7 +17,7 @@ export IDEM_NOTIFY_URL ?= http://127.0.0.1:$(NOTIFY_PORT)
 # Instance profile: sqlite (embedded, the default) or postgres (deploy/postgres/dagster.yaml,
 # connection from DAGSTER_PG_*; the checkpoint store goes to the same database).
 IDEM_INSTANCE ?= sqlite
-INSTANCE_YAML_sqlite := $(CURDIR)/dagster.yaml
+INSTANCE_YAML_sqlite := $(CURDIR)/deploy/sqlite/dagster.yaml
 INSTANCE_YAML_postgres := $(CURDIR)/deploy/postgres/dagster.yaml
 INSTANCE_YAML := $(INSTANCE_YAML_$(IDEM_INSTANCE))
 ifeq ($(IDEM_INSTANCE),postgres)
@@ -40,6 +41,12 @@ SAMPLE_DATA ?= $(if $(filter file,$(origin IDEM_LANDING_DIR)),yes,no)
 
 # Debian's own Chromium drives the browser tests (never a downloaded browser).
 CHROMIUM ?= /usr/bin/chromium
+
+# The shipped example's partitions start where its sample data starts (its declarations read
+# IDEM_SAMPLE_FIRST_DAY): a shell prefix for the recipes that load the code location.
+SAMPLE_FIRST_DAY = if [ "$(SAMPLE_DATA)" = yes ] && days=$$($(PY) -m idem_assets.sample days); then \
+		export IDEM_SAMPLE_FIRST_DAY=$${days%%...*}; \
+		echo "sample days laid out: $$days (\`idem-landing days\` prints them)"; fi;
 
 .PHONY: install run demo test bench sample-data tpch-data dagster-home lint clean browser reliability
 
@@ -73,12 +80,15 @@ dagster-home:
 	@mkdir -p $(DAGSTER_HOME)
 	@ln -sf $(INSTANCE_YAML) $(DAGSTER_HOME)/dagster.yaml
 
+## Written once into an empty landing dir; asked for by date (`make sample-data
+## SAMPLE_START=2024-03-01`), written beside what is there.
 sample-data: install
 	@if [ "$(SAMPLE_DATA)" != yes ]; then \
 		echo "landing dir $(IDEM_LANDING_DIR) is yours: no sample data written"; \
-	elif [ -z "$$(ls -A $(IDEM_LANDING_DIR) 2>/dev/null)" ]; then \
+	elif [ -z "$$(ls -A $(IDEM_LANDING_DIR) 2>/dev/null)" ] || [ "$(origin SAMPLE_START)" != file ]; then \
 		$(PY) -m idem_assets.sample generate --out $(IDEM_LANDING_DIR) \
-			--start $(SAMPLE_START) --days $(SAMPLE_DAYS) --seed $(SAMPLE_SEED); \
+			--start $(SAMPLE_START) --days $(SAMPLE_DAYS) --seed $(SAMPLE_SEED) >/dev/null \
+		&& echo "sample data: $(SAMPLE_DAYS) days from $(SAMPLE_START) in $(IDEM_LANDING_DIR)"; \
 	else echo "landing data present in $(IDEM_LANDING_DIR)"; fi
 
 ## TPC-H orders, lineitem and customer from tpchgen-cli, laid out under $(IDEM_LANDING_DIR)/tpch
@@ -91,23 +101,24 @@ tpch-data: install sample-data
 	else echo "TPC-H landing data present in $(IDEM_LANDING_DIR)/tpch"; fi
 
 ## Start the Dagster UI on http://$(HOST):$(PORT) with the whole code location loaded,
-## and the reference notification service beside it on $(IDEM_NOTIFY_URL).
+## and the reference notification service beside it on $(IDEM_NOTIFY_URL). One Ctrl-C (or a
+## SIGTERM to make) stops the webserver, the daemon, their code servers and runs, and the
+## notification service (idem_assets/serve.py).
 run: install dagster-home sample-data tpch-data
-	@mkdir -p data/state
-	$(PY) -m idem_assets.notify serve --host 127.0.0.1 --port $(NOTIFY_PORT) \
-		--db data/state/notify.db & notify=$$!; \
-	trap 'kill $$notify 2>/dev/null' EXIT INT TERM; \
+	@mkdir -p data/state $(dir $(NOTIFY_DB))
+	@$(SAMPLE_FIRST_DAY) \
 	$(VENV)/bin/idem-assets pools --apply >/dev/null \
 		&& echo "lake pools set: each table admits its declared writers (backfill.writers)" \
 		|| echo "could not set the lake pools' limits (idem-assets pools --apply)"; \
 	$(VENV)/bin/dagster sensor start lake_automation -w workspace.yaml >/dev/null 2>&1 \
 		&& echo "lake_automation sensor on: downstream assets follow their upstream" \
 		|| echo "could not start the lake_automation sensor (start it in the UI)"; \
-	$(VENV)/bin/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
+	exec $(PY) -m idem_assets.serve --host $(HOST) --port $(PORT) \
+		--notify-port $(NOTIFY_PORT) --notify-db $(NOTIFY_DB)
 
 ## Headless: materialize two weeks of every asset twice and print rows/versions/fingerprints/checks.
 demo: install dagster-home sample-data tpch-data
-	$(PY) -m idem_assets.demo --days $(SAMPLE_DAYS)
+	@$(SAMPLE_FIRST_DAY) $(PY) -m idem_assets.demo --days $(SAMPLE_DAYS)
 
 ## Create/install everything and run the whole test suite, on two workers (a test file
 ## each, the longest files first: see LONGEST_FIRST in idem_assets_tests/conftest.py;

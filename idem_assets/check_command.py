@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{len(report.outcomes)} check results: {len(failed)} ERROR failed, "
         f"{len(warned)} WARN, {len(report.errors)} errors"
     )
+    for line in report.empty_day_lines():
+        print(line)
     if args.junit_xml:
         Path(args.junit_xml).write_text(junit_xml(report))
     return 1 if failed or report.errors else 0

@@ -419,7 +419,7 @@ def home_template(work: Path) -> Path:
     """A DAGSTER_HOME with the project's dagster.yaml and its SQLite storage created."""
     home = work / "home-template"
     home.mkdir(parents=True)
-    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    shutil.copy(ROOT / "deploy" / "sqlite" / "dagster.yaml", home / "dagster.yaml")
     env = {**base_env(), "DAGSTER_HOME": str(home)}
     code = (
         "import dagster as dg\ni = dg.DagsterInstance.get()\ni.get_runs(limit=1)\n"

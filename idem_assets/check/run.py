@@ -3,12 +3,13 @@ outcomes, one per (asset, partition, check)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
 from idem_assets.check.location import CheckCommandError
+from idem_assets.lib.landing_io import EMPTY_DAYS
 from idem_assets.partitions import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
 
 _RANGE = "..."
@@ -53,6 +54,19 @@ class RunReport:
 
     outcomes: list[Outcome]
     errors: list[str]  # steps that failed for another reason than a failed check
+    # Materialized assets' days that had no landing file, and how many days each ran.
+    empty_days: dict[str, list[str]] = field(default_factory=dict)
+    days_run: dict[str, int] = field(default_factory=dict)
+
+    def empty_day_lines(self) -> list[str]:
+        """A line per materialized asset with days that had no landing files."""
+        return [
+            f"{asset}: {len(days)} of {self.days_run[asset]} day(s) had no landing files "
+            f"({', '.join(days[:7])}{' …' if len(days) > 7 else ''}); their checks ran on "
+            "empty days"
+            for asset, days in sorted(self.empty_days.items())
+            if days
+        ]
 
 
 def _partition_tags(partition: str | None, partition_range: str | None) -> dict[str, str]:
@@ -103,6 +117,27 @@ def _outcomes(result: dg.ExecuteInProcessResult) -> list[Outcome]:
     ]
 
 
+def _empty_days(
+    result: dg.ExecuteInProcessResult,
+) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Each materialized asset's days without landing files (``empty_days`` in the
+    materialization metadata, the same on each partition of a range) and its days run."""
+    empty: dict[str, set[str]] = {}
+    counted: dict[str, set[str]] = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization  # type: ignore[union-attr]
+        asset = materialization.asset_key.to_user_string()
+        listed = materialization.metadata.get(EMPTY_DAYS)
+        if listed is None:
+            continue
+        empty.setdefault(asset, set()).update(getattr(listed, "value", listed) or ())
+        counted.setdefault(asset, set()).add(materialization.partition or "")
+    return (
+        {asset: sorted(days) for asset, days in empty.items()},
+        {asset: len(keys) for asset, keys in counted.items()},
+    )
+
+
 def _step_errors(result: dg.ExecuteInProcessResult) -> list[str]:
     errors = []
     for event in result.get_step_failure_events():
@@ -127,6 +162,8 @@ def run_checks(
     tags = _partition_tags(partition, partition_range)
     outcomes: list[Outcome] = []
     errors: list[str] = []
+    empty_days: dict[str, list[str]] = {}
+    days_run: dict[str, int] = {}
     for number, (partitions, keys) in enumerate(_groups(definitions, selection)):
         if partitions is not None and not tags:
             raise CheckCommandError(
@@ -144,4 +181,7 @@ def run_checks(
         )
         outcomes += _outcomes(result)
         errors += _step_errors(result)
-    return RunReport(outcomes, errors)
+        empty, counted = _empty_days(result)
+        empty_days.update(empty)
+        days_run.update(counted)
+    return RunReport(outcomes, errors, empty_days, days_run)

@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 
+from idem_assets.io_manager import TableOutput
 from idem_assets.lib.asset_def import KINDS, LAKE_IO_MANAGER_KEY, LakeAssetDef
 from idem_assets.lib.checks.factory import standard_checks
 from idem_assets.lib.checks.per_partition import check_outputs, check_specs, evaluate_checks
@@ -65,7 +66,7 @@ def lake_asset(
             # file changed (same paths and stamps), they judge that read instead of another.
             with shared_landing_reads():
                 if definition.key in context.selected_asset_keys:
-                    yield dg.Output(fn(context, *args, **params), output_name=definition.name)
+                    yield output_of(definition, fn(context, *args, **params))
                 yield from evaluate_checks(context, definition, lake, checkpoint, checks, blocking)
             yield from check_outputs(context, definition)
 
@@ -95,3 +96,18 @@ def lake_asset(
         )(body)
 
     return decorate
+
+
+def output_of(definition: LakeAssetDef, value: Any) -> dg.Output[Any]:
+    """The step's output; its data version is the input signature when the asset gives one.
+
+    A rerun on unchanged inputs keeps the partition's data version, so automation that
+    follows data versions (``follows_upstream``) requests nothing downstream; changed
+    inputs give a new one, whether or not the write then finds the rows unchanged.
+    """
+    signature = value.input_signature if isinstance(value, TableOutput) else None
+    return dg.Output(
+        value,
+        output_name=definition.name,
+        data_version=dg.DataVersion(signature) if signature else None,
+    )

@@ -87,6 +87,7 @@ def list_window(lake: LakeResource, contract: SourceContract, window: Window) ->
 # window share one read exactly when no file changed in between.
 # Where a window's landing figures are kept (by asset), stamped with its input signature.
 FIGURES_SCOPE = "landing-figures"
+MAX_LISTED_DAYS = 31
 
 _SHARED_READS: ContextVar[dict[tuple[object, ...], LandingBatch] | None] = ContextVar(
     "idem_shared_landing_reads", default=None
@@ -169,6 +170,7 @@ def landing_output(
     listing = list_window(lake, contract, window)
     if listing.empty():
         _note_missing_source_folder(context, listing, contract)
+    _note_days_without_files(context, listing, contract)
     with checkpoint.open() as store:
         settled = last_settled(store, definition.name, window)
         cache = (
@@ -215,6 +217,35 @@ def _note_missing_source_folder(
             f"{contract.name}: there is no {folder}/ under the landing root "
             f"{listing.root.uri}: nothing delivered for this source yet, or a typo in its "
             "layout; its days are empty"
+        )
+
+
+# Materialization metadata: how many of the run's days had no landing file, and which.
+DAYS_WITHOUT_FILES = "days_without_files"
+EMPTY_DAYS = "empty_days"
+
+
+def _note_days_without_files(
+    context: dg.AssetExecutionContext, listing: WindowListing, contract: SourceContract
+) -> None:
+    """Say which days of the run had no landing file: they materialize as empty days, and a
+    green check on an empty day must not pass for a loaded one."""
+    if listing.snapshot is not None:
+        return
+    empty = [day.isoformat() for day, found in listing.days.items() if not found.files]
+    add_asset_metadata(
+        context,
+        {
+            DAYS_WITHOUT_FILES: len(empty),
+            EMPTY_DAYS: dg.MetadataValue.json(empty[:MAX_LISTED_DAYS]),
+        },
+    )
+    if empty:
+        shown = ", ".join(empty[:MAX_LISTED_DAYS]) + (" …" if len(empty) > MAX_LISTED_DAYS else "")
+        context.log.warning(
+            f"{contract.name}: {len(empty)} of {len(listing.days)} day(s) of this run have no "
+            f"landing files ({shown}): they are stored as empty days; nothing delivered yet, "
+            "or the wrong dates"
         )
 
 

@@ -7,6 +7,7 @@ To read files with a declaration, use ``python -m idem_assets.sources inspect``.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Sequence
@@ -46,13 +47,47 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_DAYS,
         help=f"days from 1992-01-01 to lay out (default {DEFAULT_DAYS})",
     )
+    days = commands.add_parser(
+        "days",
+        help="the sample days laid out: FIRST...LAST (a partition range), or one end of it",
+    )
+    days.add_argument(
+        "--landing",
+        default=None,
+        help="landing directory (default: IDEM_LANDING_DIR, else data/landing)",
+    )
+    end = days.add_mutually_exclusive_group()
+    end.add_argument("--first", action="store_true", help="print the first day only")
+    end.add_argument("--last", action="store_true", help="print the last day only")
     return parser
+
+
+def laid_out_days(landing: str | None) -> list[dt.date]:
+    """The days whose sample orders folder holds a file, ascending."""
+    from idem_assets.landing import list_days
+    from idem_assets.resources import LakeResource
+    from idem_assets.sample.sources import ORDERS
+
+    lake = LakeResource(landing_dir=landing) if landing else LakeResource()
+    return list_days(lake.landing(), ORDERS)
+
+
+def _days(args: argparse.Namespace) -> int:
+    found = laid_out_days(args.landing)
+    if not found:
+        print("error: no sample days laid out; run `make sample-data`", file=sys.stderr)
+        return 1
+    first, last = found[0].isoformat(), found[-1].isoformat()
+    print(first if args.first else last if args.last else f"{first}...{last}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     args = _parser().parse_args(argv)
     try:
+        if args.command == "days":
+            return _days(args)
         if args.command == "generate":
             summary = generate(
                 args.out, args.start, args.days, args.seed, clean=args.clean, scale=args.scale

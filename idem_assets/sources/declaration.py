@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import re
 import zoneinfo
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from idem_assets.landing.column_types import ColumnType, TypedColumn, arrow_schema
 from idem_assets.landing.contract import ENCODINGS, FORMATS, SourceContract
@@ -339,6 +347,21 @@ class LandingSource(Declared):
         return tuple(r for c in self.columns if c.derived for r in c.value_rules)
 
 
+def day_from_environment(value: Mapping[str, Any]) -> Any:
+    """``{env: VARIABLE, default: DAY}``: the variable's value when set, else the default
+    (as ``dagster.yaml`` reads ``{env: ...}``); read once, when the declaration loads."""
+    unknown = set(value) - {"env", "default"}
+    if unknown or not isinstance(value.get("env"), str):
+        raise ValueError(
+            "a day from the environment is {env: VARIABLE, default: YYYY-MM-DD}"
+            + (f"; unknown key(s): {', '.join(sorted(map(str, unknown)))}" if unknown else "")
+        )
+    found = os.environ.get(value["env"]) or value.get("default")
+    if found is None:
+        raise ValueError(f"{value['env']} is not set and no default day is given")
+    return found
+
+
 class DailySource(LandingSource):
     """A source with a folder per day, written by partition overwrite or merge."""
 
@@ -347,7 +370,29 @@ class DailySource(LandingSource):
     }
 
     snapshot: Literal[False] = Field(default=False, description="false: a daily source.")
-    first_day: dt.date = Field(description="First partition day (YYYY-MM-DD).")
+    first_day: Annotated[
+        dt.date,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "string", "format": "date"},
+                    {
+                        "type": "object",
+                        "properties": {
+                            "env": {"type": "string"},
+                            "default": {"type": "string", "format": "date"},
+                        },
+                        "required": ["env"],
+                        "additionalProperties": False,
+                    },
+                ]
+            }
+        ),
+    ] = Field(
+        description="First partition day (YYYY-MM-DD), or {env: VARIABLE, default: YYYY-MM-DD} "
+        "to read it from the environment when the code location loads (the shipped example's "
+        "days start where `make run`'s sample data starts)."
+    )
     partition_date: str | None = Field(
         default=None, description="Date column that must equal the day of the file's folder."
     )
@@ -361,6 +406,8 @@ class DailySource(LandingSource):
     def _first_day(cls, value: Any) -> Any:
         if value is None:
             raise ValueError(cls.WHY["first_day"])
+        if isinstance(value, Mapping):
+            return day_from_environment(value)
         return value
 
     @field_validator("strategy")

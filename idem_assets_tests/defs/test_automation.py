@@ -8,6 +8,7 @@ import sys
 import dagster as dg
 
 from idem_assets.lib import default_resources
+from idem_assets.sample.generator import write_late_orders
 from idem_assets_tests.harness import day_keys, new_project
 
 DOWNSTREAM = (dg.AssetKey("daily_sales"), dg.AssetKey("notifications"))
@@ -35,13 +36,26 @@ def test_an_updated_orders_partition_requests_its_downstream_partition_exactly_o
     )
     assert tick.total_requested == 0
 
-    # An old day loaded late (a backfill) updates that day downstream, not only the latest.
+    # A new day, and a rerun of an old one on unchanged files (it commits nothing): only the
+    # new day is requested downstream.
     assert project.run_days(second, assets=["orders"]).success
+    rerun = project.run_days(first, assets=["orders"])
+    assert rerun.success
+    (materialization,) = rerun.asset_materializations_for_node("orders")
+    assert materialization.metadata["committed"].value is False
+    tick = dg.evaluate_automation_conditions(
+        defs=definitions, instance=project.instance, cursor=tick.cursor
+    )
+    assert _requested(tick) == {key: {second} for key in DOWNSTREAM}
+
+    # A late file on the old day (a backfill of changed files) updates that day downstream,
+    # not only the latest.
+    write_late_orders(project.landing, dt.date.fromisoformat(first), seed=7, n=5)
     assert project.run_days(first, assets=["orders"]).success
     tick = dg.evaluate_automation_conditions(
         defs=definitions, instance=project.instance, cursor=tick.cursor
     )
-    assert _requested(tick) == {key: {first, second} for key in DOWNSTREAM}
+    assert _requested(tick) == {key: {first} for key in DOWNSTREAM}
 
 
 def test_a_landing_run_that_also_built_daily_sales_leaves_automation_nothing_to_request(tmp_path):

@@ -36,7 +36,7 @@ def _make(home: Path, **env: str) -> subprocess.CompletedProcess[str]:
 def test_default_profile_is_the_embedded_sqlite_instance(tmp_path):
     done = _make(tmp_path)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "dagster.yaml").resolve() == ROOT / "dagster.yaml"
+    assert (tmp_path / "dagster.yaml").resolve() == ROOT / "deploy" / "sqlite" / "dagster.yaml"
 
 
 def test_postgres_profile_is_linked_when_its_settings_are_present(tmp_path):

@@ -35,7 +35,8 @@ def test_a_run_waits_while_another_writer_of_its_table_holds_the_pool(
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")  # the make run instance
+    # the make run instance
+    shutil.copy(ROOT / "deploy" / "sqlite" / "dagster.yaml", home / "dagster.yaml")
     generate(tmp_path / "landing", START, 1, seed=7)
     instance = dg.DagsterInstance.from_config(str(home))
     assert instance.event_log_storage.get_pool_config().default_pool_limit == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -28,11 +29,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 
 @pytest.fixture(scope="module")
 def dagster_ui() -> Iterator[DagsterDev]:
-    """The code location in `dagster dev` over four generated landing days; killed after."""
+    """The code location served as `make run` serves it, over four generated landing days."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     # Not pytest's tmp_path: a module-scoped fixture outlives function tmp dirs.
     root = Path(tempfile.mkdtemp(prefix="idem-ui-"))
-    server = start_dagster_dev(root, days=4, log_path=ARTIFACTS / "dagster-dev.log")
+    server = start_dagster_dev(
+        root, days=4, log_path=ARTIFACTS / "dagster-dev.log", launcher="serve"
+    )
     try:
         yield server
     finally:
@@ -68,3 +71,26 @@ def snap(page: Page, request: pytest.FixtureRequest) -> Snap:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
+
+
+LAUNCH_TIMINGS = ARTIFACTS / "launch-timings.jsonl"
+
+
+def record_launch(
+    what: str, clicked: float, seen: float, run_times: tuple[float, float, float]
+) -> None:
+    """Keep how long a launch from the UI took until the page showed success (monotonic
+    ``clicked`` and ``seen``, epoch ``run_times`` created/started/ended from the instance)
+    beside the run's own time: a measurement for the note, never an assertion (load makes it
+    slower). ``above_run_s`` is what the user waits on top of the run itself."""
+    created, started, ended = run_times
+    line = {
+        "what": what,
+        "launch_to_success_s": round(seen - clicked, 2),
+        "run_s": round(ended - started, 2),
+        "above_run_s": round(seen - clicked - (ended - started), 2),
+        "created_to_started_s": round(started - created, 2),
+    }
+    with LAUNCH_TIMINGS.open("a") as out:
+        out.write(json.dumps(line) + "\n")
+    print(f"UI launch timing: {line}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,18 +55,20 @@ def open_asset_from_graph(
     expect(page).to_have_url(re.compile(rf"/assets/{asset}(\?|$)"))
 
 
-def launch_one_partition(page: Page, partition: str) -> str:
-    """From the open asset page: Materialize… one partition; follow the toast; the run id."""
+def launch_one_partition(page: Page, partition: str) -> tuple[str, float]:
+    """From the open asset page: Materialize… one partition; follow the toast; the run id
+    and when Launch was clicked (``time.monotonic()``)."""
     page.get_by_role("button", name="Materialize…").click()
     dialog = choose_partitions(page, partition)
     expect(dialog.get_by_text("1 partition", exact=True)).to_be_visible()
+    clicked = time.monotonic()
     dialog.get_by_role("button", name="Launch 1 run").click()
     view = page.get_by_role("link", name="View", exact=True)
     href = view.get_attribute("href") or ""
     match = re.fullmatch(r"/runs/([0-9a-f-]{36})", href)
     assert match, f"toast link {href!r} does not name a run"
     view.click()
-    return match.group(1)
+    return match.group(1), clicked
 
 
 def wait_for_run_success(page: Page) -> None:

@@ -52,6 +52,13 @@ query Checks($runId: ID!) {
 """
 
 
+_RUN_TIMES = """
+query RunTimes($runId: ID!) {
+  runOrError(runId: $runId) { ... on Run { creationTime startTime endTime } }
+}
+"""
+
+
 class DagsterDevError(RuntimeError):
     """`dagster dev` did not come up (the message carries the tail of its log)."""
 
@@ -108,6 +115,11 @@ class DagsterDev:
                 )
                 found[key] = evaluation["success"]
         return found
+
+    def run_times(self, run_id: str) -> tuple[float, float, float]:
+        """When the run was created, started and ended (epoch seconds), as the instance says."""
+        run = self.graphql(_RUN_TIMES, {"runId": run_id})["runOrError"]
+        return float(run["creationTime"]), float(run["startTime"]), float(run["endTime"])
 
     def log_tail(self, chars: int = 4000) -> str:
         """The end of the server's combined output."""
@@ -182,7 +194,7 @@ def start_dagster_dev(
     days: int = 4,
     log_path: Path | None = None,
     *,
-    profile: Path = ROOT / "dagster.yaml",
+    profile: Path = ROOT / "deploy" / "sqlite" / "dagster.yaml",
     state_url: str | None = None,
     launcher: str = "dagster",
     extra_env: dict[str, str] | None = None,
@@ -190,7 +202,8 @@ def start_dagster_dev(
     """Generate landing data, copy the instance profile into DAGSTER_HOME, start `dagster dev`.
 
     Variables a profile reads (DAGSTER_PG_* for PostgreSQL) come from this environment.
-    ``launcher="dg"`` starts ``dg dev`` instead, which finds the project from pyproject.toml.
+    ``launcher="dg"`` starts ``dg dev`` instead, which finds the project from pyproject.toml;
+    ``launcher="serve"`` starts what ``make run`` starts (``python -m idem_assets.serve``).
     """
     generate(root / "landing", START, days, seed=7)
     home = root / "dagster_home"
@@ -204,6 +217,8 @@ def start_dagster_dev(
     command = {
         "dagster": [executable, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         "dg": [executable, "dev", "--host", "127.0.0.1", "--port", str(port)],
+        # What `make run` serves: webserver and daemon (backfills passed over every 2 s).
+        "serve": [sys.executable, "-m", "idem_assets.serve", "--port", str(port)],
     }[launcher]
     env = {**dagster_dev_env(root, state_url), **(extra_env or {})}
     # dg runs the project from its own virtualenv: the one these tests run in.

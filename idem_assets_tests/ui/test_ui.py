@@ -6,6 +6,7 @@ import datetime as dt
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -20,7 +21,7 @@ from idem_assets.defs.automation.jobs import DAILY_ASSETS
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.predicates import conjunction, date_range
 from idem_assets_tests.ui.browser import choose_partitions
-from idem_assets_tests.ui.conftest import Snap
+from idem_assets_tests.ui.conftest import Snap, record_launch
 from idem_assets_tests.ui.pages import (
     backfill_rows,
     backfill_status,
@@ -71,9 +72,10 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
         ("orders", "unique_natural_key", "succeeded"),
     } <= expected_checks
 
-    first_run = launch_one_partition(page, RERUN_DAY)
+    first_run, clicked = launch_one_partition(page, RERUN_DAY)
     expect(page.get_by_text(f"partition: {RERUN_DAY}")).to_be_visible()
     wait_for_run_success(page)
+    record_launch("one partition", clicked, time.monotonic(), dagster_ui.run_times(first_run))
     assert check_lines_of_run(page) == expected_checks
     snap("first-run-checks")
     first = latest_materialization(page, dagster_ui, "orders")
@@ -90,9 +92,12 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
         expect(page.get_by_text("Passed", exact=True).first).to_be_visible()
     snap("checks-tab")
 
-    second_run = launch_one_partition(page, RERUN_DAY)
+    second_run, clicked = launch_one_partition(page, RERUN_DAY)
     assert second_run != first_run
     wait_for_run_success(page)
+    record_launch(
+        "one partition, rerun", clicked, time.monotonic(), dagster_ui.run_times(second_run)
+    )
     assert check_lines_of_run(page) == expected_checks
     second = latest_materialization(page, dagster_ui, "orders")
     assert second["header"] == f"Partition {RERUN_DAY} materialized in run {second_run[:8]}"
@@ -154,11 +159,13 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     dialog = choose_partitions(page, f"[{BACKFILL_DAYS[0]}...{BACKFILL_DAYS[-1]}]")
     expect(dialog.get_by_text(f"{len(BACKFILL_DAYS)} partitions", exact=True)).to_be_visible()
     snap("launch-backfill")
+    clicked = time.monotonic()
     dialog.get_by_role("button", name="Launch backfill").click()
     expect(page.get_by_text(re.compile(r"^Created backfill"))).to_be_visible()
     page.get_by_role("link", name="View", exact=True).click()
 
     assert backfill_status(page) == "Succeeded"
+    backfill_seen = time.monotonic()
     expect(page.get_by_text("100% completed")).to_have_count(len(assets))
     days = len(BACKFILL_DAYS)
     assert backfill_rows(page, assets) == {asset: (days, 0, days, 0) for asset in assets}
@@ -172,6 +179,12 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     assert re.fullmatch(r"/runs/[0-9a-f-]{36}", run_link), run_link
     run_links.first.click()
     wait_for_run_success(page)
+    record_launch(
+        f"{days}-day backfill",
+        clicked,
+        backfill_seen,
+        dagster_ui.run_times(run_link.rsplit("/", 1)[-1]),
+    )
     # One evaluation per check and day: a WARN rule fails on the day its row was planted.
     expected = {(asset, check, "succeeded") for asset, check in _checks_of(assets)} | {
         (asset, check, "failed") for asset, check in WARNED

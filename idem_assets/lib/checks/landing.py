@@ -7,7 +7,8 @@ One read of a partition's landing files reports each of them:
   quarantined, fails (ERROR) when a day with rows loads none: a day whose rows were all
   refused never shows all green;
 - one check per declared value rule (``<column>_<kind>``): counts and samples of the
-  loaded rows breaking it, with the rule's severity (WARN by default).
+  loaded rows breaking it, with the rule's severity (WARN by default). A WARN rule's check
+  never blocks downstream, even where the source's checks block.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from idem_assets.lib.checks.conservation import CONSERVATION
 from idem_assets.lib.checks.judged import JudgedSpan
 from idem_assets.lib.checks.per_partition import CheckName, LakeCheck, spans
 from idem_assets.lib.checks.proofs import Reads
-from idem_assets.lib.checks.results import QUARANTINE_SHARE, rule_check_names
+from idem_assets.lib.checks.results import QUARANTINE_SHARE, rule_check_names, rule_severity
 from idem_assets.lib.landing_io import read_landing
 from idem_assets.resources import LakeResource
 
@@ -52,6 +53,7 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
                 name,
                 f"Value rule ({rule.severity.upper()}): {rule.describe()}; reports "
                 "counts and samples of breaking rows.",
+                rule_severity(rule),
             )
             for name, rule in zip(names, rules, strict=True)
         ),

@@ -52,10 +52,20 @@ EvaluateWindows = Callable[
 
 @dataclass(frozen=True)
 class CheckName:
-    """A check a LakeCheck reports: its name and what it asserts (shown in the UI)."""
+    """A check a LakeCheck reports: its name, what it asserts (shown in the UI) and the most
+    severe outcome it can have (WARN for a check that only ever warns)."""
 
     name: str
     description: str
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR
+
+    def blocks(self, blocking: bool) -> bool:
+        """Whether the check blocks downstream on an asset whose checks are ``blocking``.
+
+        Dagster blocks only on a failed ERROR evaluation: a check that can only warn never
+        blocks, so its spec and its evaluations say so (the UI would call it blocking).
+        """
+        return blocking and self.severity == dg.AssetCheckSeverity.ERROR
 
 
 @dataclass(frozen=True)
@@ -109,7 +119,7 @@ def check_specs(
             item.name,
             asset=definition.key,
             description=item.description,
-            blocking=blocking,
+            blocking=item.blocks(blocking),
             partitions_def=definition.partitions_def,
             additional_deps=list(check.depends_on),
         )
@@ -170,18 +180,23 @@ def evaluate_checks(
     with checkpoint.open() as store, shared_landing_reads(), erasures_known(store):
         stamps = Stamps(definition, lake, store, [window for _, window in windows])
         for check in checks:
-            wanted = [item.name for item in check.names if item.name in selected]
-            if not wanted:
+            items = [item for item in check.names if item.name in selected]
+            if not items:
                 continue
+            wanted = [item.name for item in items]
             done = _evaluate(
                 context.run.run_id, definition, lake, store, stamps, partitions, check, wanted
             )
             for index, partition in enumerate(partitions):
-                for name in wanted:
-                    result = done.get((index, name))
+                for item in items:
+                    result = done.get((index, item.name))
                     if result is not None:
                         yield evaluation(
-                            definition.key, result, partition, blocking, targets.get(partition)
+                            definition.key,
+                            result,
+                            partition,
+                            item.blocks(blocking),
+                            targets.get(partition),
                         )
 
 
@@ -274,7 +289,7 @@ def target_materializations(
 
 def check_outputs(
     context: dg.AssetExecutionContext, definition: LakeAssetDef
-) -> Iterator[dg.Output]:
+) -> Iterator[dg.Output[None]]:
     """The (empty) outputs of the evaluated checks, so Dagster counts them as yielded."""
     for key in context.selected_asset_check_keys:
         if key.asset_key == definition.key:

@@ -155,6 +155,11 @@ def rule_check_names(rules: Sequence[ValueRule]) -> list[str]:
     return names
 
 
+def rule_severity(rule: ValueRule) -> dg.AssetCheckSeverity:
+    """The severity a value rule's check fails with: WARN or ERROR, as declared."""
+    return _SEVERITY[rule.severity]
+
+
 def value_rule_result(
     name: str, rule: ValueRule, rows: int, broken: pl.DataFrame, key: Sequence[str], label: str
 ) -> dg.AssetCheckResult:
@@ -177,7 +182,7 @@ def value_rule_result(
     return dg.AssetCheckResult(
         check_name=name,
         passed=offending == 0,
-        severity=_SEVERITY[rule.severity],
+        severity=rule_severity(rule),
         description=(
             f"{offending:,} of {rows:,} row(s) break the rule {rule.describe()}"
             if offending

@@ -1,0 +1,129 @@
+"""One Ctrl-C (or a SIGTERM to make) stops everything `make run` started.
+
+`make run` is started as a user starts it, on free ports and tmp dirs: the webserver, the
+daemon, their code servers and the notification service come up; then the terminal's
+Ctrl-C (SIGINT to make's process group) or a SIGTERM to make alone must leave none of the
+processes it started alive.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from idem_assets_tests.ui.server import ROOT, dagster_dev_env, free_port
+
+UP_SECONDS = 300.0
+DOWN_SECONDS = 60.0
+
+
+def _children() -> dict[int, int]:
+    """pid -> parent pid of every process on the machine."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses.
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return parents
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid``."""
+    parents = _children()
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm-to-make"])
+def test_one_signal_stops_everything_make_run_started(tmp_path, stop):
+    port, notify_port = free_port(), free_port()
+    env = dagster_dev_env(tmp_path)
+    (tmp_path / "landing").mkdir()
+    env.update(
+        {
+            "PORT": str(port),
+            "NOTIFY_PORT": str(notify_port),
+            "NOTIFY_DB": str(tmp_path / "state" / "notify.db"),
+            "IDEM_NOTIFY_URL": f"http://127.0.0.1:{notify_port}",
+        }
+    )
+    log = (tmp_path / "make-run.log").open("wb")
+    make = subprocess.Popen(
+        ["make", "--no-print-directory", "run"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # make leads its group, as in a terminal
+    )
+    started: set[int] = set()
+    try:
+        deadline = time.monotonic() + UP_SECONDS
+        while not (
+            _answers(f"http://127.0.0.1:{port}/server_info")
+            and _answers(f"http://127.0.0.1:{notify_port}/healthz")
+        ):
+            assert make.poll() is None, (tmp_path / "make-run.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, (tmp_path / "make-run.log").read_text()[-3000:]
+            time.sleep(1)
+        # The daemon's and the webserver's code servers are up once the UI lists the location.
+        while len(descendants(make.pid)) < 5 and time.monotonic() < deadline:
+            time.sleep(1)
+        started = descendants(make.pid)
+        names = {Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ") for pid in started}
+        assert any(b"dagster_webserver" in n for n in names), names
+        assert any(b"idem_assets.serve daemon" in n for n in names), names
+        assert any(b"idem_assets.notify" in n for n in names), names
+
+        if stop == "ctrl-c":
+            os.killpg(make.pid, signal.SIGINT)
+        else:
+            make.send_signal(signal.SIGTERM)
+        make.wait(timeout=DOWN_SECONDS)
+        deadline = time.monotonic() + DOWN_SECONDS
+        while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = sorted(pid for pid in started if _alive(pid))
+        assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
+        assert not _answers(f"http://127.0.0.1:{port}/server_info")
+        assert "stopping the webserver" in (tmp_path / "make-run.log").read_text()
+    finally:
+        for pid in [make.pid, *started]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        make.wait()
+        log.close()
