@@ -44,6 +44,7 @@ from idem_assets.check.pools import apply_writers, declared_writers
 from idem_assets.check.report import junit_xml, table
 from idem_assets.check.run import run_checks
 from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.cli import quiet_on_closed_pipe
 
 # Dagster's own variable for where its instance lives (see idem_assets.resources).
 DAGSTER_HOME_ENV = "DAGSTER_HOME"
@@ -57,6 +58,7 @@ def _instance() -> dg.DagsterInstance:
     )
 
 
+@quiet_on_closed_pipe
 def main(argv: list[str] | None = None) -> int:
     """``idem-assets check ...``; exit 1 when an ERROR check failed, 2 on usage errors."""
     parser = argparse.ArgumentParser(prog="idem-assets", description=__doc__.split("\n")[0])

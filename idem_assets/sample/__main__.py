@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from idem_assets.cli import day
+from idem_assets.cli import day, quiet_on_closed_pipe
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.sample.generator import generate, write_late_orders
 from idem_assets.sample.tpch import DEFAULT_DAYS, DEFAULT_SCALE, TpchgenError, lay_out_tpch
@@ -82,6 +82,7 @@ def _days(args: argparse.Namespace) -> int:
     return 0
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     args = _parser().parse_args(argv)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from idem_assets.cli import day
+from idem_assets.cli import day, quiet_on_closed_pipe
 from idem_assets.landing.errors import LandingFileError, LandingRootError
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.landing.store import landing_root
@@ -87,6 +87,7 @@ def summary(source: LandingSource, batch: LandingBatch) -> dict[str, object]:
     }
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code (1: a bad declaration)."""
     args = _parser().parse_args(argv)
