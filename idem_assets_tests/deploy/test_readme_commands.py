@@ -68,31 +68,24 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def _bash(project: Path, commands: list[str]) -> subprocess.CompletedProcess[str]:
-    script = "set -euo pipefail\n" + "\n".join(commands) + "\n"
+def _run(project: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` from the project root, in a new terminal's environment."""
     return subprocess.run(
-        ["bash", "-c", script],
-        cwd=project,
-        env=_clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
+        argv, cwd=project, env=_clean_env(), capture_output=True, text=True, timeout=1200
     )
+
+
+def _bash(project: Path, commands: list[str]) -> subprocess.CompletedProcess[str]:
+    return _run(project, ["bash", "-c", "set -euo pipefail\n" + "\n".join(commands) + "\n"])
 
 
 def test_the_readme_command_line_and_ci_sections_work_verbatim_after_make_run(tmp_path):
     project = _project_copy(tmp_path)
     # make run's preparation: sample data (the last 14 days) and the instance profile. The
     # virtualenv is this one (-o: never reinstalled from the copy).
-    prepared = subprocess.run(
+    prepared = _run(
+        project,
         ["make", "--no-print-directory", "-o", ".venv/.installed", "sample-data", "dagster-home"],
-        cwd=project,
-        env=_clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
     )
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr
     assert "sample data: 14 days from" in prepared.stdout, prepared.stdout
