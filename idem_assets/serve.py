@@ -11,7 +11,7 @@ Two waits of Dagster's own decide how soon a run launched from the UI starts: th
 queue's pass (``dequeue_interval_seconds`` in the instance profile, one second here) and
 the backfill daemon's pass, a fixed 30 s in Dagster that no setting changes. The daemon
 started here (``python -m idem_assets.serve daemon``) passes over backfills every
-``--backfill-interval`` seconds (default 2) instead; a deployment's own ``dagster-daemon
+``--backfill-interval`` seconds (default 1) instead; a deployment's own ``dagster-daemon
 run`` keeps Dagster's 30 s.
 """
 
@@ -32,7 +32,7 @@ from types import FrameType
 
 GRACE_SECONDS = 15.0
 POLL_SECONDS = 0.5
-BACKFILL_INTERVAL_SECONDS = 2
+BACKFILL_INTERVAL_SECONDS = 1
 
 
 @dataclass

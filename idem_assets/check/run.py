@@ -172,9 +172,8 @@ def run_checks(
             )
         checks = dg.AssetSelection.checks_for_assets(*keys)
         target = dg.AssetSelection.assets(*keys) | checks if materialize else checks
-        job = dg.define_asset_job(
-            f"idem_assets_check_{number}", selection=target, partitions_def=partitions
-        )
+        # Partitioned like the selected assets (or the assets whose checks are selected).
+        job = dg.define_asset_job(f"idem_assets_check_{number}", selection=target)
         resolved = dg.Definitions.merge(definitions, dg.Definitions(jobs=[job]))
         result = resolved.resolve_job_def(job.name).execute_in_process(
             instance=instance, tags=tags if partitions is not None else {}, raise_on_error=False

@@ -8,7 +8,9 @@ processes it started alive.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -58,6 +60,21 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+_PARTITION_KEYS = (
+    '{ assetNodeOrError(assetKey: {path: ["orders"]}) { ... on AssetNode { partitionKeys } } }'
+)
+
+
+def _graphql(port: int, query: str) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["data"]
+
+
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2):
@@ -80,8 +97,10 @@ def test_one_signal_stops_everything_make_run_started(tmp_path, stop):
         }
     )
     log = (tmp_path / "make-run.log").open("wb")
+    # The Ctrl-C case also lays out the sample data, as a first `make run` does.
+    sample = ["SAMPLE_DATA=yes", "TPCH_DAYS=2"] if stop == "ctrl-c" else []
     make = subprocess.Popen(
-        ["make", "--no-print-directory", "run"],
+        ["make", "--no-print-directory", "-o", ".venv/.installed", "run", *sample],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -106,6 +125,14 @@ def test_one_signal_stops_everything_make_run_started(tmp_path, stop):
         assert any(b"dagster_webserver" in n for n in names), names
         assert any(b"idem_assets.serve daemon" in n for n in names), names
         assert any(b"idem_assets.notify" in n for n in names), names
+
+        if sample:
+            # The shipped example's partitions are the sample's days, which make printed.
+            output = (tmp_path / "make-run.log").read_text()
+            days = re.search(r"sample days laid out: (\S+)\.\.\.(\S+) ", output)
+            assert days is not None, output[-3000:]
+            keys = _graphql(port, _PARTITION_KEYS)["assetNodeOrError"]["partitionKeys"]
+            assert (keys[0], keys[-1], len(keys)) == (*days.groups(), 14)
 
         if stop == "ctrl-c":
             os.killpg(make.pid, signal.SIGINT)

@@ -92,9 +92,7 @@ def test_a_deleted_key_written_back_turns_its_day_red(tmp_path):
         jobs=[
             dg.define_asset_job("load", selection=dg.AssetSelection.assets("crm_customers")),
             dg.define_asset_job(
-                "checks",
-                selection=dg.AssetSelection.checks_for_assets("crm_customers"),
-                partitions_def=defs.resolve_assets_def("crm_customers").partitions_def,
+                "checks", selection=dg.AssetSelection.checks_for_assets("crm_customers")
             ),
         ]
     )

@@ -57,11 +57,11 @@ def open_asset_from_graph(
 
 def launch_one_partition(page: Page, partition: str) -> tuple[str, float]:
     """From the open asset page: Materialize… one partition; follow the toast; the run id
-    and when Launch was clicked (``time.monotonic()``)."""
+    and when Launch was clicked (``time.time()``, comparable with the instance's times)."""
     page.get_by_role("button", name="Materialize…").click()
     dialog = choose_partitions(page, partition)
     expect(dialog.get_by_text("1 partition", exact=True)).to_be_visible()
-    clicked = time.monotonic()
+    clicked = time.time()
     dialog.get_by_role("button", name="Launch 1 run").click()
     view = page.get_by_role("link", name="View", exact=True)
     href = view.get_attribute("href") or ""
@@ -78,27 +78,32 @@ def wait_for_run_success(page: Page) -> None:
     assert outcome.inner_text() == "Success", f"run ended {outcome.inner_text()}"
 
 
-def check_lines_of_run(page: Page) -> set[tuple[str, str, str]]:
+def check_lines_of_run(page: Page, expected: int | None = None) -> set[tuple[str, str, str]]:
     """On a run page: filter the log to check evaluations; (asset, check, outcome) read off it.
 
-    The log is virtualized: it is read while scrolling until no new line appears.
+    The log is virtualized: it is read while scrolling until no new line appears for a few
+    rounds (and, given ``expected``, until that many distinct lines were read or the
+    scrolling stopped bringing any: a page still rendering is waited for, not misread).
     """
     page.set_viewport_size({"width": 1600, "height": 2600})
     page.get_by_placeholder("Filter…").fill("type:ASSET_CHECK_EVALUATION")
     lines = page.get_by_text(_CHECK_LINE)
     expect(lines.first).to_be_visible()
-    found: set[tuple[str, str, str]] = set()
     seen: set[str] = set()
     lines.first.hover()
     page.mouse.wheel(0, -100_000)  # the log follows its end: read it from the top
     page.wait_for_timeout(300)
-    for _ in range(40):
+    idle = 0
+    for _ in range(200):
         texts = {text.strip() for text in lines.all_inner_texts()}
-        if texts <= seen:
-            break
+        idle = idle + 1 if texts <= seen else 0
         seen |= texts
-        page.mouse.wheel(0, 1500)
+        complete = expected is None or len(seen) >= expected
+        if (complete and idle >= 3) or idle >= 20:
+            break
+        page.mouse.wheel(0, 1500 if idle < 2 else -100_000 if idle % 4 == 2 else 1500)
         page.wait_for_timeout(150)
+    found: set[tuple[str, str, str]] = set()
     for text in seen:
         match = _CHECK_LINE.match(text)
         assert match is not None, text

@@ -217,7 +217,7 @@ def start_dagster_dev(
     command = {
         "dagster": [executable, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         "dg": [executable, "dev", "--host", "127.0.0.1", "--port", str(port)],
-        # What `make run` serves: webserver and daemon (backfills passed over every 2 s).
+        # What `make run` serves: webserver and daemon (backfills passed over every second).
         "serve": [sys.executable, "-m", "idem_assets.serve", "--port", str(port)],
     }[launcher]
     env = {**dagster_dev_env(root, state_url), **(extra_env or {})}

@@ -75,8 +75,8 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
     first_run, clicked = launch_one_partition(page, RERUN_DAY)
     expect(page.get_by_text(f"partition: {RERUN_DAY}")).to_be_visible()
     wait_for_run_success(page)
-    record_launch("one partition", clicked, time.monotonic(), dagster_ui.run_times(first_run))
-    assert check_lines_of_run(page) == expected_checks
+    record_launch("one partition", clicked, time.time(), dagster_ui.run_times(first_run))
+    assert check_lines_of_run(page, len(expected_checks)) == expected_checks
     snap("first-run-checks")
     first = latest_materialization(page, dagster_ui, "orders")
     assert first["header"] == f"Partition {RERUN_DAY} materialized in run {first_run[:8]}"
@@ -95,10 +95,8 @@ def test_materializing_one_orders_partition_twice_from_the_ui_keeps_its_fingerpr
     second_run, clicked = launch_one_partition(page, RERUN_DAY)
     assert second_run != first_run
     wait_for_run_success(page)
-    record_launch(
-        "one partition, rerun", clicked, time.monotonic(), dagster_ui.run_times(second_run)
-    )
-    assert check_lines_of_run(page) == expected_checks
+    record_launch("one partition, rerun", clicked, time.time(), dagster_ui.run_times(second_run))
+    assert check_lines_of_run(page, len(expected_checks)) == expected_checks
     second = latest_materialization(page, dagster_ui, "orders")
     assert second["header"] == f"Partition {RERUN_DAY} materialized in run {second_run[:8]}"
     assert second["committed"] == "false"
@@ -159,13 +157,13 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     dialog = choose_partitions(page, f"[{BACKFILL_DAYS[0]}...{BACKFILL_DAYS[-1]}]")
     expect(dialog.get_by_text(f"{len(BACKFILL_DAYS)} partitions", exact=True)).to_be_visible()
     snap("launch-backfill")
-    clicked = time.monotonic()
+    clicked = time.time()
     dialog.get_by_role("button", name="Launch backfill").click()
     expect(page.get_by_text(re.compile(r"^Created backfill"))).to_be_visible()
     page.get_by_role("link", name="View", exact=True).click()
 
     assert backfill_status(page) == "Succeeded"
-    backfill_seen = time.monotonic()
+    backfill_seen = time.time()
     expect(page.get_by_text("100% completed")).to_have_count(len(assets))
     days = len(BACKFILL_DAYS)
     assert backfill_rows(page, assets) == {asset: (days, 0, days, 0) for asset in assets}
@@ -189,7 +187,7 @@ def test_three_day_backfill_from_the_asset_graph_materializes_every_partition_wi
     expected = {(asset, check, "succeeded") for asset, check in _checks_of(assets)} | {
         (asset, check, "failed") for asset, check in WARNED
     }
-    assert check_lines_of_run(page) == expected
+    assert check_lines_of_run(page, len(expected)) == expected
     snap("backfill-run-checks")
 
     for asset in sorted(assets):
