@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -106,8 +107,11 @@ def output_of(definition: LakeAssetDef, value: Any) -> dg.Output[Any]:
     inputs give a new one, whether or not the write then finds the rows unchanged.
     """
     signature = value.input_signature if isinstance(value, TableOutput) else None
-    return dg.Output(
-        value,
-        output_name=definition.name,
-        data_version=dg.DataVersion(signature) if signature else None,
-    )
+    with warnings.catch_warnings():
+        # Output's data_version is marked beta; the notice would repeat in every run's log.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.Output(
+            value,
+            output_name=definition.name,
+            data_version=dg.DataVersion(signature) if signature else None,
+        )
