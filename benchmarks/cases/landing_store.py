@@ -123,11 +123,11 @@ def tick_body(day_index: int, file_index: int, variant: int = 0) -> bytes:
 
 def orders_day(rows: int) -> Path:
     """A landing root holding one generated orders day of about ``rows`` rows (cached)."""
-    from idem_assets.landing.writers import file_bytes, write_atomically
     from idem_assets.sample.sources import ORDERS
     from idem_assets.sample.synthetic.common import Calendar
     from idem_assets.sample.synthetic.customers import plan_customers
     from idem_assets.sample.synthetic.orders import plan_orders
+    from idem_assets.sample.writers import file_bytes, write_atomically
 
     root = DATA_DIR / f"landing-orders-{rows}"
     done = root / "_COMPLETE"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
+from idem_assets._extras import require_extra
 from idem_assets.checkpoint.errors import CheckpointError, CheckpointInputError
 
 if TYPE_CHECKING:
@@ -162,6 +163,7 @@ def _switch_to_wal(conn: sqlite3.Connection) -> str:
 
 
 def _connect_postgres(url: str) -> psycopg.Connection[Any]:
+    require_extra("psycopg", "postgres")
     import psycopg  # here, not at import: see idem_assets._lazy
 
     try:

@@ -1,4 +1,4 @@
-"""Leases: when a claim expires, the clock that judges it, and the heartbeat that renews it.
+"""Leases: when a claim expires, and the clock that judges it (``heartbeat.py`` renews them).
 
 A claim holds its record ``in_progress`` until ``lease_expires_at``. Past that instant the
 holder is presumed crashed or hung: the record is due again (the claim statements in
@@ -10,13 +10,10 @@ write's record is reconciled against the Delta log. Every comparison uses the st
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
-from idem_assets.checkpoint.errors import LeaseLost
-from idem_assets.checkpoint.model import Claim, Status, Tracker
+from idem_assets.checkpoint.model import Status, Tracker
 
 Clock = Callable[[], float]
 # How often the store's clock is read from the database again (between reads, this
@@ -55,37 +52,3 @@ def lease_live(tracker: Tracker, now: float) -> bool:
         and tracker.lease_expires_at is not None
         and tracker.lease_expires_at > now
     )
-
-
-@contextmanager
-def lease_heartbeat(
-    url: str, claim: Claim, lease_seconds: float, clock: Clock | None = None
-) -> Iterator[None]:
-    """Keep extending ``claim`` from a thread (own connection, the same ``clock``) while the
-    block runs; a lost lease stops the beat (the holder's next change then fails)."""
-    # Here, not at import: the store module imports this one.
-    from idem_assets.checkpoint.store import open_store
-
-    stop = threading.Event()
-
-    def beat() -> None:
-        # Most writes finish before the first beat is due: connect only if one is.
-        if stop.wait(lease_seconds / 3):
-            return
-        with open_store(url, clock=clock) as store:
-            current = claim
-            while True:
-                try:
-                    current = store.extend(current, lease_seconds)
-                except LeaseLost:
-                    return
-                if stop.wait(lease_seconds / 3):
-                    return
-
-    thread = threading.Thread(target=beat, name="lake-write-lease", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)

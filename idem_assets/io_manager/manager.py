@@ -15,7 +15,7 @@ import dagster as dg
 from deltalake import DeltaTable
 
 from idem_assets._lazy import lazy_module
-from idem_assets.checkpoint.leases import lease_heartbeat
+from idem_assets.checkpoint.heartbeat import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.config import DeltaIOManagerConfig
 from idem_assets.io_manager.delta_modes import WriteMode
@@ -87,6 +87,30 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
     unpartitioned one replaces its table atomically. A rerun with unchanged content commits
     nothing; predicates come from validated values only; every write is a checkpoint
     record claimed before the commit and settled after it.
+
+    Example:
+        >>> import tempfile
+        >>> import dagster as dg
+        >>> import pyarrow as pa
+        >>> from dagster_deltalake import LocalConfig
+        >>> from idem_assets import CheckpointResource, IdempotentDeltaIOManager
+        >>> @dg.asset
+        ... def prices() -> pa.Table:
+        ...     return pa.table({"sku": [1, 2], "price": [9.5, 3.0]})
+        >>> lake = tempfile.mkdtemp()
+        >>> io_manager = IdempotentDeltaIOManager(
+        ...     root_uri=lake,
+        ...     storage_options=LocalConfig(),
+        ...     checkpoint=CheckpointResource(url=f"sqlite:///{lake}/checkpoint.db"),
+        ... )
+        >>> def materialize() -> tuple[bool, int]:
+        ...     done = dg.materialize([prices], resources={"io_manager": io_manager})
+        ...     meta = done.asset_materializations_for_node("prices")[0].metadata
+        ...     return meta["committed"].value, meta["delta_version"].value
+        >>> materialize()  # the first run commits version 0
+        (True, 0)
+        >>> materialize()  # a rerun with the same rows commits nothing
+        (False, 0)
     """
 
     # --- writing ------------------------------------------------------------------------

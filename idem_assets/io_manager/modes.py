@@ -24,7 +24,7 @@ import dagster as dg
 from deltalake import DeltaTable
 
 from idem_assets._lazy import lazy_module
-from idem_assets.checkpoint.leases import lease_heartbeat
+from idem_assets.checkpoint.heartbeat import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.noop import unchanged_since
 from idem_assets.io_manager.slices import PartitionSlice

@@ -26,7 +26,22 @@ STRATEGY_DESCRIPTIONS: dict[str, str] = {
 
 
 class WriteSpec(BaseModel):
-    """How the IO manager writes an asset's output to its Delta table."""
+    """How the IO manager writes an asset's output to its Delta table.
+
+    An asset carries it as definition metadata (``idem/*`` keys), so the IO manager, the
+    checks and ``idem-assets`` read the same settings.
+
+    Example:
+        >>> from idem_assets import WriteSpec
+        >>> spec = WriteSpec(
+        ...     strategy="merge", natural_key=("customer_id",), version_column="updated_at"
+        ... )
+        >>> metadata = spec.to_metadata()  # what @dg.asset(metadata=...) takes
+        >>> metadata["idem/strategy"], metadata["idem/natural_key"]
+        ('merge', ['customer_id'])
+        >>> WriteSpec.from_metadata(metadata) == spec
+        True
+    """
 
     model_config: ClassVar[ConfigDict] = ConfigDict(frozen=True, extra="forbid")
 

@@ -35,6 +35,44 @@ def lake_asset(
     (see ``idem_assets.lib.checks.per_partition``). A run that selects only the checks reads the
     stored table and writes nothing. A backfill range is one run and one Delta commit per
     table, or runs of at most ``definition.max_days_per_run`` days each.
+
+    Example:
+        >>> import datetime as dt
+        >>> import tempfile
+        >>> import dagster as dg
+        >>> import pyarrow as pa
+        >>> from idem_assets import (
+        ...     CheckpointResource, LakeAssetDef, LakeResource, Window, WriteSpec,
+        ...     daily_partitions, default_resources, lake_asset, partition_dates,
+        ... )
+        >>> SCHEMA = pa.schema([("refund_id", pa.int64()), ("refund_date", pa.date32()),
+        ...                     ("updated_at", pa.int64()), ("amount", pa.float64())])
+        >>> def refunds_rows(lake: LakeResource, window: Window) -> pa.Table:
+        ...     day = window.start  # the same window gives the same rows
+        ...     return pa.table({"refund_id": [1, 2, 2], "refund_date": [day] * 3,
+        ...                      "updated_at": [1, 1, 2], "amount": [5.0, 7.0, 8.0]},
+        ...                     schema=SCHEMA)
+        >>> REFUNDS = LakeAssetDef(
+        ...     name="refunds",
+        ...     spec=WriteSpec(strategy="overwrite", natural_key=("refund_id",),
+        ...                    version_column="updated_at", partition_column="refund_date"),
+        ...     schema=SCHEMA, compute=refunds_rows, column_descriptions={},
+        ...     partitions_def=daily_partitions(dt.date(2024, 3, 1)),
+        ... )
+        >>> @lake_asset(REFUNDS, description="Refunds per day, overwritten per partition.")
+        ... def refunds(context: dg.AssetExecutionContext, lake: LakeResource) -> pa.Table:
+        ...     return refunds_rows(lake, Window(*partition_dates(context)))
+        >>> root = tempfile.mkdtemp()
+        >>> resources = default_resources(
+        ...     LakeResource(landing_dir=root, lake_dir=root),
+        ...     CheckpointResource(url=f"sqlite:///{root}/checkpoint.db"),
+        ... )
+        >>> done = dg.materialize([refunds], resources=resources, partition_key="2024-03-01")
+        >>> meta = done.asset_materializations_for_node("refunds")[0].metadata
+        >>> meta["dagster/row_count"].value, meta["duplicates_dropped"].value
+        (2, 1)
+        >>> sorted((e.check_name, e.passed) for e in done.get_asset_check_evaluations())
+        [('rerun_equality', True), ('unique_natural_key', True)]
     """
     checks = standard_checks(definition)
     blocking = definition.blocking_checks

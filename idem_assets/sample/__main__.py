@@ -1,5 +1,6 @@
-"""Command line: generate the sample domain's landing data, add a late orders file, or lay
-out TPC-H data (made by tpchgen-cli) as the tpch domain's landing files.
+"""Command line: generate the sample domain's landing data, add a late orders file, lay
+out TPC-H data (made by tpchgen-cli) as the tpch domain's landing files, land more
+events_stream files and list its offset log, or print the sample days laid out.
 
 To read files with a declaration, use ``python -m idem_assets.sources inspect``.
 """
@@ -47,6 +48,20 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_DAYS,
         help=f"days from 1992-01-01 to lay out (default {DEFAULT_DAYS})",
     )
+    stream = commands.add_parser(
+        "stream-files", help="land more deterministic files of the events_stream source"
+    )
+    stream.add_argument("--landing", required=True, help="landing directory")
+    stream.add_argument("--files", type=int, required=True, help="files to add")
+    stream.add_argument("--events", type=int, default=100, help="events per file (default 100)")
+    stream.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
+    stream.add_argument(
+        "--defects", action="store_true", help="every fourth file carries one row for quarantine"
+    )
+    status = commands.add_parser(
+        "stream-status", help="list the batches of the events_stream's offset log"
+    )
+    status.add_argument("--url", required=True, help="checkpoint store URL")
     days = commands.add_parser(
         "days",
         help="the sample days laid out: FIRST...LAST (a partition range), or one end of it",
@@ -72,6 +87,33 @@ def laid_out_days(landing: str | None) -> list[dt.date]:
     return list_days(lake.landing(), ORDERS)
 
 
+def _stream_files(args: argparse.Namespace) -> int:
+    from idem_assets.sample.stream_files import append_stream_files
+
+    written = append_stream_files(
+        args.landing, args.files, args.events, args.seed, defects=args.defects
+    )
+    for item in written:
+        print(f"{item.path}\t{len(item.rows)} rows\t{item.redelivered} re-delivered")
+    return 0
+
+
+def _stream_status(url: str) -> int:
+    from idem_assets.checkpoint import open_store
+    from idem_assets.sample.sources import EVENTS_STREAM
+    from idem_assets.stream.offsets import OffsetLog
+
+    with open_store(url) as store:
+        for batch in OffsetLog(store, EVENTS_STREAM).batches():
+            tracker = batch.tracker
+            problem = f"\t{tracker.last_error}" if tracker.last_error else ""
+            print(
+                f"{batch.seq}\t{tracker.status}\t{len(batch.plan.files)} files\t"
+                f"attempts {tracker.attempts}/{tracker.max_attempts}{problem}"
+            )
+    return 0
+
+
 def _days(args: argparse.Namespace) -> int:
     found = laid_out_days(args.landing)
     if not found:
@@ -89,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "days":
             return _days(args)
+        if args.command == "stream-files":
+            return _stream_files(args)
+        if args.command == "stream-status":
+            return _stream_status(args.url)
         if args.command == "generate":
             summary = generate(
                 args.out, args.start, args.days, args.seed, clean=args.clean, scale=args.scale

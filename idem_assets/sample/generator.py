@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from idem_assets.landing import day_signature, read_days
-from idem_assets.landing.writers import PlannedFile, file_bytes, write_atomically
 from idem_assets.sample.sources import ORDERS, SOURCES
 from idem_assets.sample.synthetic.catalog import plan_catalog
 from idem_assets.sample.synthetic.common import Calendar, SourcePlan
 from idem_assets.sample.synthetic.customers import plan_customers
 from idem_assets.sample.synthetic.events import plan_events
 from idem_assets.sample.synthetic.orders import next_status, plan_orders
+from idem_assets.sample.writers import PlannedFile, file_bytes, write_atomically
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from idem_assets.landing.writers import (
+from idem_assets.sample.sources import EVENTS_STREAM
+from idem_assets.sample.writers import (
     TIMESTAMP_FORMS,
     FileStyle,
     PlannedFile,
     file_bytes,
     write_atomically,
 )
-from idem_assets.sample.sources import EVENTS_STREAM
 from idem_assets.stream.source import StreamSource
 
 STREAM_EPOCH = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from idem_assets.landing.writers import write_atomically
+from idem_assets.sample.writers import write_atomically
 
 TPCH_FIRST_DAY = dt.date(1992, 1, 1)
 DEFAULT_SCALE = 0.01

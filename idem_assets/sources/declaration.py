@@ -68,6 +68,42 @@ class LandingSource(Declared):
     ``LandingSource.model_validate(mapping)`` (and a component's ``defs.yaml``) gives the
     kind ``snapshot`` names; in Python, construct ``DailySource(...)`` or
     ``SnapshotSource(...)``.
+
+    Example:
+        >>> import pathlib
+        >>> import tempfile
+        >>> import dagster as dg
+        >>> from idem_assets import (
+        ...     CheckpointResource, LakeResource, LandingSource, default_resources,
+        ...     source_definitions,
+        ... )
+        >>> source = LandingSource.model_validate({
+        ...     "name": "payments", "first_day": "2024-03-01",
+        ...     "columns": [{"name": "payment_id", "type": "int64"},
+        ...                 {"name": "booked_on", "type": "date"},
+        ...                 {"name": "amount", "type": "decimal(12,2)"}],
+        ...     "natural_key": ["payment_id"], "partition_date": "booked_on",
+        ... })
+        >>> type(source).__name__
+        'DailySource'
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> day = root / "landing" / "payments" / "date=2024-03-01"
+        >>> day.mkdir(parents=True)
+        >>> _ = (day / "part-0.csv").write_text(
+        ...     "payment_id,booked_on,amount\\n1,2024-03-01,9.50\\n2,2024-03-01,oops\\n"
+        ... )
+        >>> resources = default_resources(
+        ...     LakeResource(landing_dir=str(root / "landing"), lake_dir=str(root / "lake")),
+        ...     CheckpointResource(url=f"sqlite:///{root}/checkpoint.db"),
+        ... )
+        >>> defs = dg.Definitions.merge(
+        ...     source_definitions(source), dg.Definitions(resources=resources)
+        ... )
+        >>> job = defs.resolve_implicit_global_asset_job_def()
+        >>> done = job.execute_in_process(partition_key="2024-03-01")
+        >>> meta = done.asset_materializations_for_node("payments")[0].metadata
+        >>> meta["raw_rows"].value, meta["valid_rows"].value, meta["quarantine_reasons"].value
+        (2, 1, {'amount': 1})
     """
 
     # Why a field is required, or belongs to the other kind only: shown for a missing or an

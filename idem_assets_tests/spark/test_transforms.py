@@ -7,7 +7,7 @@ import pytest
 
 from idem_assets.lake import dedupe_newest, fingerprint
 from idem_assets.lake.erasure import Erased
-from idem_assets.lib.spark import pyspark_resource, session_of
+from idem_assets.resources import pyspark_resource, session_of
 from idem_assets.spark.erasure import without_erased_spark
 from idem_assets.spark.fingerprint import spark_fingerprint
 from idem_assets.spark.resource import require_settings, spark_config

@@ -9,9 +9,9 @@ import pytest
 from idem_assets.checkpoint import open_store
 from idem_assets.lake import LakeTable
 from idem_assets.sample import EVENTS_STREAM
+from idem_assets.sample.__main__ import main
 from idem_assets.sample.stream_files import append_stream_files
 from idem_assets.stream import StreamIngester, StreamSettings
-from idem_assets.stream.__main__ import main
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -58,7 +58,7 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
 
 
 def test_command_line_appends_files_and_lists_the_offset_log(tmp_path: Path, capsys) -> None:
-    assert main(["append", "--landing", str(tmp_path), "--files", "3", "--events", "4"]) == 0
+    assert main(["stream-files", "--landing", str(tmp_path), "--files", "3", "--events", "4"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
     url = f"sqlite:///{tmp_path / 'state.db'}"
     with open_store(url) as store:
@@ -70,7 +70,7 @@ def test_command_line_appends_files_and_lists_the_offset_log(tmp_path: Path, cap
             LakeTable(str(tmp_path / "q")),
             settings=StreamSettings(max_files_per_batch=2),
         ).run()
-    assert main(["status", "--url", url]) == 0
+    assert main(["stream-status", "--url", url]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "0\tsucceeded\t2 files\tattempts 1/5",
         "1\tsucceeded\t1 files\tattempts 1/5",

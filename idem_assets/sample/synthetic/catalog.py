@@ -6,9 +6,9 @@ import datetime as dt
 import random
 from typing import Any
 
-from idem_assets.landing.writers import PlannedFile
 from idem_assets.sample.sources import PRODUCT_CATALOG
 from idem_assets.sample.synthetic.common import Calendar, SourcePlan, money, share
+from idem_assets.sample.writers import PlannedFile
 
 SNAPSHOT_EVERY_DAYS = 7
 CATEGORIES = ("books", "garden", "kitchen", "outdoor", "toys")

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from idem_assets.landing.writers import TIMESTAMP_FORMS, FileStyle, PlannedFile
+from idem_assets.sample.writers import TIMESTAMP_FORMS, FileStyle, PlannedFile
 
 FORMATS = ("parquet", "csv", "jsonl")
 
