@@ -27,7 +27,6 @@ their own variables, which Dagster reads.
 """
 
 import hashlib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,6 @@ import dagster as dg
 from pydantic import Field
 
 from idem_assets._deltalake_config import S3Config
-from idem_assets._extras import require_extra
 from idem_assets.checkpoint import CheckpointStore, open_store
 from idem_assets.checkpoint.leases import Clock
 from idem_assets.lake import LakeTable
@@ -291,36 +289,6 @@ class SparkResource(dg.ConfigurableResource):
 
     def session(self) -> Any:
         """The SparkSession (started on first use)."""
+        from idem_assets.spark_resources import pyspark_resource, session_of
+
         return session_of(pyspark_resource(self.master, self.conf, lazy=True))
-
-
-def pyspark_resource(
-    master: str | None = None, conf: Mapping[str, str] | None = None, *, lazy: bool = True
-) -> Any:
-    """A dagster-pyspark resource (``PySparkResource``, or ``LazyPySparkResource`` with
-    ``lazy``, the default) with the Spark engine's settings; ``lazy`` starts the JVM only
-    when a run touches ``spark_session``, so runs on the local engine pay nothing for having
-    Spark configured. Needs the ``spark`` extra."""
-    require_extra("dagster_pyspark", "spark")
-    from dagster_pyspark import LazyPySparkResource, PySparkResource
-
-    from idem_assets.spark.resource import LOCAL_MASTER, spark_config
-
-    config = spark_config(master or LOCAL_MASTER, conf)
-    if lazy:
-        return LazyPySparkResource(spark_config=config)
-    return PySparkResource(spark_config=config)
-
-
-def session_of(resource: Any) -> Any:
-    """The dagster-pyspark resource's SparkSession (started on first use), checked for the
-    settings the engine needs."""
-    from dagster_pyspark.resources import spark_session_from_config
-
-    from idem_assets.spark.resource import prepared
-
-    session = resource.spark_session
-    if session is None:
-        # A PySparkResource outside a Dagster run has not been set up yet.
-        session = spark_session_from_config(resource.spark_config)
-    return prepared(session)

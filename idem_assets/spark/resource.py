@@ -1,6 +1,7 @@
 """SparkSession settings for the Spark engine and a plain session with them (no Dagster).
 
-The dagster-pyspark resource with the same settings is ``idem_assets.resources.pyspark_resource``.
+The dagster-pyspark resource with the same settings is
+``idem_assets.spark_resources.pyspark_resource``.
 
 One place decides every setting that changes results: UTC session time zone, Parquet
 timestamps as INT64 microseconds, proleptic Gregorian dates, ANSI mode. Only the master

@@ -7,11 +7,11 @@ import pytest
 
 from idem_assets.lake import dedupe_newest, fingerprint
 from idem_assets.lake.erasure import Erased
-from idem_assets.resources import pyspark_resource, session_of
 from idem_assets.spark.erasure import without_erased_spark
 from idem_assets.spark.fingerprint import spark_fingerprint
 from idem_assets.spark.resource import require_settings, spark_config
 from idem_assets.spark.transforms import dedupe_newest_spark
+from idem_assets.spark_resources import pyspark_resource, session_of
 from idem_assets_tests.spark.rows import shuffled, tied_orders, to_spark
 
 pytestmark = pytest.mark.spark
