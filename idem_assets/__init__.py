@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from idem_assets._version import __version__
 
 # The Dagster-facing names a project needs. The Dagster-free layers keep their own faces:
 # idem_assets.lake (idempotent writes), .landing, .checkpoint, .stream, .notify, .spark.

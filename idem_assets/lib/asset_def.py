@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import dagster as dg
 from pydantic import Field
 
-from idem_assets import __version__
+from idem_assets._version import __version__
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.io_manager.settings import TABLE_CONFIGURATION_KEY
 from idem_assets.lake.change_data import CHANGE_DATA_FEED

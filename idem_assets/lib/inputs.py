@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from idem_assets import __version__
+from idem_assets._version import __version__
 from idem_assets.checkpoint import CheckpointStore, Memo
 from idem_assets.io_manager import Window
 from idem_assets.landing.files import Discovery, HashCache, signature_of
