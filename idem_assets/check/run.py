@@ -9,10 +9,11 @@ from typing import Any
 import dagster as dg
 
 from idem_assets.check.location import CheckCommandError
-from idem_assets.lib.landing_io import EMPTY_DAYS
+from idem_assets.lib.landing_io import DAYS_WITHOUT_FILES, EMPTY_DAYS
 from idem_assets.partitions import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
 
 _RANGE = "..."
+_SHOWN_DAYS = 7
 _KEY_METADATA = (
     "rows_differing",
     "duplicated_keys",
@@ -54,19 +55,32 @@ class RunReport:
 
     outcomes: list[Outcome]
     errors: list[str]  # steps that failed for another reason than a failed check
-    # Materialized assets' days that had no landing file, and how many days each ran.
-    empty_days: dict[str, list[str]] = field(default_factory=dict)
-    days_run: dict[str, int] = field(default_factory=dict)
+    # Each materialized asset's days that had no landing file.
+    empty_days: dict[str, EmptyDays] = field(default_factory=dict)
 
     def empty_day_lines(self) -> list[str]:
         """A line per materialized asset with days that had no landing files."""
-        return [
-            f"{asset}: {len(days)} of {self.days_run[asset]} day(s) had no landing files "
-            f"({', '.join(days[:7])}{' …' if len(days) > 7 else ''}); their checks ran on "
-            "empty days"
-            for asset, days in sorted(self.empty_days.items())
-            if days
-        ]
+        found = sorted(self.empty_days.items())
+        return [days.line(asset) for asset, days in found if days.count]
+
+
+@dataclass(frozen=True)
+class EmptyDays:
+    """An asset's days without landing files in a run: how many, the first of them, of how
+    many days run."""
+
+    count: int
+    listed: tuple[str, ...]
+    of: int
+
+    def line(self, asset: str) -> str:
+        """``orders: 3 of 3 day(s) had no landing files (2024-03-01, …); …``."""
+        shown = ", ".join(self.listed[:_SHOWN_DAYS])
+        more = " …" if self.count > _SHOWN_DAYS else ""
+        return (
+            f"{asset}: {self.count} of {self.of} day(s) had no landing files "
+            f"({shown}{more}); their checks ran on empty days"
+        )
 
 
 def _partition_tags(partition: str | None, partition_range: str | None) -> dict[str, str]:
@@ -117,25 +131,27 @@ def _outcomes(result: dg.ExecuteInProcessResult) -> list[Outcome]:
     ]
 
 
-def _empty_days(
-    result: dg.ExecuteInProcessResult,
-) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """Each materialized asset's days without landing files (``empty_days`` in the
-    materialization metadata, the same on each partition of a range) and its days run."""
-    empty: dict[str, set[str]] = {}
-    counted: dict[str, set[str]] = {}
+def _empty_days(result: dg.ExecuteInProcessResult) -> dict[str, EmptyDays]:
+    """Each materialized asset's days without landing files, from its materialization
+    metadata (the run's figures, the same on each partition of a range)."""
+    counts: dict[str, int] = {}
+    listed: dict[str, set[str]] = {}
+    partitions: dict[str, set[str]] = {}
     for event in result.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization  # type: ignore[union-attr]
-        asset = materialization.asset_key.to_user_string()
-        listed = materialization.metadata.get(EMPTY_DAYS)
-        if listed is None:
+        metadata = materialization.metadata
+        if DAYS_WITHOUT_FILES not in metadata:
             continue
-        empty.setdefault(asset, set()).update(getattr(listed, "value", listed) or ())
-        counted.setdefault(asset, set()).add(materialization.partition or "")
-    return (
-        {asset: sorted(days) for asset, days in empty.items()},
-        {asset: len(keys) for asset, keys in counted.items()},
-    )
+        asset = materialization.asset_key.to_user_string()
+        count = metadata[DAYS_WITHOUT_FILES]
+        counts[asset] = max(counts.get(asset, 0), int(getattr(count, "value", count)))
+        days = metadata.get(EMPTY_DAYS)
+        listed.setdefault(asset, set()).update(getattr(days, "value", days) or ())
+        partitions.setdefault(asset, set()).add(materialization.partition or "")
+    return {
+        asset: EmptyDays(count, tuple(sorted(listed[asset])), len(partitions[asset]))
+        for asset, count in counts.items()
+    }
 
 
 def _step_errors(result: dg.ExecuteInProcessResult) -> list[str]:
@@ -162,8 +178,7 @@ def run_checks(
     tags = _partition_tags(partition, partition_range)
     outcomes: list[Outcome] = []
     errors: list[str] = []
-    empty_days: dict[str, list[str]] = {}
-    days_run: dict[str, int] = {}
+    empty_days: dict[str, EmptyDays] = {}
     for number, (partitions, keys) in enumerate(_groups(definitions, selection)):
         if partitions is not None and not tags:
             raise CheckCommandError(
@@ -180,7 +195,5 @@ def run_checks(
         )
         outcomes += _outcomes(result)
         errors += _step_errors(result)
-        empty, counted = _empty_days(result)
-        empty_days.update(empty)
-        days_run.update(counted)
-    return RunReport(outcomes, errors, empty_days, days_run)
+        empty_days.update(_empty_days(result))
+    return RunReport(outcomes, errors, empty_days)

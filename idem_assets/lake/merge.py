@@ -333,19 +333,14 @@ def plan_changes(
     if deletes.is_empty():
         return ChangePlan(plan, deletes)
     # Only the deleted keys' stored versions are read (one key column: while streaming).
-    if len(key) == 1:
-        found = read_rows(
-            table,
-            columns=[*key, version_column],
-            ranges=pruning_ranges(rows, prune_columns),
-            keys=(key[0], deletes.get_column(key[0]).to_arrow()),
-        )
-    else:
-        schema = table_schema(table)
-        found = rows_of_keys(table, deletes.select(key), pa.schema([schema.field(c) for c in key]))
-    stored = to_polars(found.select([*key, version_column])).rename(
-        {version_column: _STORED_VERSION}
+    found = rows_of_keys(
+        table,
+        deletes.select(key),
+        table_schema(table),
+        pruning_ranges(rows, prune_columns),
+        columns=[*key, version_column],
     )
+    stored = to_polars(found).rename({version_column: _STORED_VERSION})
     doomed = deletes.join(stored, on=key, how="inner").filter(
         pl.col(version_column) >= pl.col(_STORED_VERSION)
     )

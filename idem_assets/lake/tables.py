@@ -129,18 +129,25 @@ def rows_of_keys(
     keys: pl.DataFrame,
     schema: pa.Schema,
     ranges: Sequence[Condition] = (),
+    columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """The rows of ``table`` whose key columns (the columns of ``keys``) are a row of
-    ``keys``, read from the files that may hold ``ranges``; one key column is matched while
-    streaming (``read_rows``), several after."""
+    ``keys``, read from the files that may hold ``ranges`` (only ``columns``, the key's among
+    them, when given); one key column is matched while streaming (``read_rows``), several
+    after."""
     if table is None:
         return schema.empty_table()
     key = keys.columns
     if len(key) == 1:
-        return read_rows(table, ranges=ranges, keys=(key[0], keys.get_column(key[0]).to_arrow()))
+        return read_rows(
+            table,
+            ranges=ranges,
+            columns=columns,
+            keys=(key[0], keys.get_column(key[0]).to_arrow()),
+        )
     import polars as pl  # here, not at import: see idem_assets._lazy
 
-    stored = pl.from_arrow(read_rows(table, ranges=ranges))
+    stored = pl.from_arrow(read_rows(table, ranges=ranges, columns=columns))
     assert isinstance(stored, pl.DataFrame)
     return stored.join(keys, on=key, how="semi").to_arrow()
 

@@ -82,13 +82,13 @@ def list_window(lake: LakeResource, contract: SourceContract, window: Window) ->
     return WindowListing(root, {}, discover_snapshot(root, contract))
 
 
-# Landing batches read within a step, by landing, source, window and the listing they read
-# (every file's path and stamp): the write's read and the checks' recomputation of the same
-# window share one read exactly when no file changed in between.
 # Where a window's landing figures are kept (by asset), stamped with its input signature.
 FIGURES_SCOPE = "landing-figures"
 MAX_LISTED_DAYS = 31
 
+# Landing batches read within a step, by landing, source, window and the listing they read
+# (every file's path and stamp): the write's read and the checks' recomputation of the same
+# window share one read exactly when no file changed in between.
 _SHARED_READS: ContextVar[dict[tuple[object, ...], LandingBatch] | None] = ContextVar(
     "idem_shared_landing_reads", default=None
 )
@@ -171,6 +171,7 @@ def landing_output(
     if listing.empty():
         _note_missing_source_folder(context, listing, contract)
     _note_days_without_files(context, listing, contract)
+    scope = f"{FIGURES_SCOPE}/{definition.name}"
     with checkpoint.open() as store:
         settled = last_settled(store, definition.name, window)
         cache = (
@@ -180,14 +181,12 @@ def landing_output(
         )
         signature = input_signature(definition, listing, window, cache)
         keep_hashes(store, listing.root, cache)
+        # The figures of the run that read these very files: a rerun reports what it stands on.
+        kept = store.memos(scope, [window.label()]).get(window.label())
     add_asset_metadata(
         context, {"input_files_hashed": cache.hashed, "input_files_hash_reused": cache.reused}
     )
-    scope = f"{FIGURES_SCOPE}/{definition.name}"
     if _inputs_unchanged(context, lake, definition, listing, window, signature, settled):
-        # The figures of the run that read these very files: a rerun reports what it stands on.
-        with checkpoint.open() as store:
-            kept = store.memos(scope, [window.label()]).get(window.label())
         if kept is not None and kept.stamp == signature:
             # The listing's own unread files (reported by _inputs_unchanged) stay as listed now.
             figures = {k: v for k, v in kept.value.items() if k != "ignored_files"}

@@ -61,11 +61,6 @@ def figures_metadata(figures: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def landing_metadata(batch: LandingBatch, quarantine_version: int) -> dict[str, Any]:
-    """Row accounting for the materialization: raw rows, valid rows, quarantined rows, files."""
-    return figures_metadata(landing_figures(batch, quarantine_version))
-
-
 def warn_unread(context: dg.AssetExecutionContext, ignored: Mapping[str, str]) -> None:
     """Log landing files nobody reads (hidden files are in-progress writes by convention)."""
     unread = [
