@@ -433,14 +433,19 @@ def _dropin_delta(numbers: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-# F1: the code location's import may cost this much above `import dagster` (seconds).
-ABOVE_DAGSTER = 0.4
-# F2: one partition of orders with its checks at most this many times the trivial run.
-TRIVIAL_RATIO = 1.4
-
-
 def _fast_runs(numbers: dict[str, Any]) -> list[list[str]]:
-    from benchmarks.cases.fast_runs import API, FLOOR, IN_PROCESS, MULTI, NO_GC, NOW, OLD, TRIVIAL
+    from benchmarks.cases.fast_runs import (
+        ABOVE_DAGSTER,
+        API,
+        FLOOR,
+        IN_PROCESS,
+        MULTI,
+        NO_GC,
+        NOW,
+        OLD,
+        TRIVIAL,
+        TRIVIAL_RATIO,
+    )
 
     imports, rows = numbers["import"], []
     now, old, floor = imports[NOW], imports[OLD], imports[FLOOR]

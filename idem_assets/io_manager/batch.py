@@ -30,6 +30,11 @@ class PreparedBatch:
         """The batch's fingerprint (waits if it is still being computed)."""
         return resolve(self.fingerprint_job)
 
+    @classmethod
+    def of(cls, rows: pa.Table) -> PreparedBatch:
+        """Rows written as they are (no deduplication), fingerprinted beside the write."""
+        return cls(rows, rows.num_rows, 0, 0, PendingFingerprint(rows))
+
     def dedupe_result(self) -> DedupeResult:
         """The deduplication outcome, for strategies that would otherwise redo it."""
         return DedupeResult(self.rows, self.duplicates_dropped, self.conflicting_keys)
@@ -43,7 +48,7 @@ def prepare(spec: WriteSpec, data: FrameLike, schema: pa.Schema | None = None) -
     # With deletes, the merge orders each key's events itself (a delete wins a tie); a
     # history keeps every version of a key.
     if not spec.dedupe or not spec.natural_key or spec.delete_column or spec.strategy == "history":
-        return PreparedBatch(rows, rows.num_rows, 0, 0, PendingFingerprint(rows))
+        return PreparedBatch.of(rows)
     sort_by = [c for c in (spec.partition_column, *spec.prune_columns) if c]
     result = dedupe_newest(rows, spec.natural_key, spec.version_column, sort_by=sort_by)
     return PreparedBatch(

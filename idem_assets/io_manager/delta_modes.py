@@ -8,13 +8,17 @@ field names; ``clause_merge`` turns them into the lake layer's ``ClauseMerge``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 import dagster as dg
 
+from idem_assets.lake import Fingerprint, WriteOptions
 from idem_assets.lake.clauses import Clause, ClauseMerge, MergeConfigError
+from idem_assets.lake.predicates import Condition
 
 
 class WriteMode(StrEnum):
@@ -217,3 +221,31 @@ def _custom_clauses(operations: MergeOperationsConfig | Mapping[str, Any]) -> tu
                 )
             )
     return tuple(clauses)
+
+
+@dataclass(frozen=True)
+class ModeWrite:
+    """One output's write in a dagster-delta mode, as the manager resolved its settings."""
+
+    mode: str
+    merge: ClauseMerge | None = None
+    schema_mode: str | None = None
+    # The output's partitions (a merge's scope, the files an append's proof signs).
+    scope: tuple[Condition, ...] = ()
+    partition_by: tuple[str, ...] = ()
+    partitioned: bool = False
+    writer_properties: Mapping[str, Any] | None = None
+    table_config: Mapping[str, str] | None = None
+
+    def options(self) -> WriteOptions:
+        """How files are written and a table is created (and whether columns are added)."""
+        return WriteOptions(
+            table_config=self.table_config,
+            writer_properties=self.writer_properties,
+            evolve_schema=self.schema_mode == "merge",
+        )
+
+    def proof_key(self, content: Fingerprint) -> str:
+        """What a settled write must match to vouch for this one: rows and configuration."""
+        described = f"{self.mode}\n{self.merge.describe() if self.merge else ''}"
+        return f"{content}|{hashlib.sha256(described.encode()).hexdigest()[:16]}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from idem_assets.checkpoint import CheckpointStore
 from idem_assets.checkpoint.erasures import ErasureLedger
-from idem_assets.io_manager.output import TableOutput
+from idem_assets.io_manager.output import TableOutput, is_spark_frame, is_stream
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.lake.erasure import Erased
 from idem_assets.lake.frames import to_arrow
@@ -30,8 +30,6 @@ def without_erased(output: TableOutput, erased: Erased) -> tuple[TableOutput, in
     rows: Any = output.rows
     if not erased or rows is None:
         return output, 0
-    from idem_assets.io_manager.handlers import is_spark_frame, is_stream
-
     if is_spark_frame(rows):
         from idem_assets.spark.erasure import without_erased_spark
 

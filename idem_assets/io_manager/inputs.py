@@ -11,7 +11,8 @@ from deltalake import DeltaTable
 from idem_assets._lazy import lazy_module
 from idem_assets.io_manager.slices import PartitionSlice, arrow_type_of, partition_slice
 from idem_assets.io_manager.spec import WriteSpec
-from idem_assets.lake import LakeTable, read_rows
+from idem_assets.io_manager.window import Window
+from idem_assets.lake import LakeTable, date_range, read_rows
 from idem_assets.lake.frames import as_type
 from idem_assets.lake.predicates import quote_identifier
 from idem_assets.lake.tables import table_schema
@@ -20,6 +21,20 @@ if TYPE_CHECKING:
     import pyarrow as pa
 else:
     pa = lazy_module("pyarrow")  # imported on first use: see idem_assets._lazy
+
+
+def read(spec: WriteSpec, target: LakeTable, window: Window, schema: pa.Schema | None) -> pa.Table:
+    """The rows a downstream asset sees for ``window`` (the whole table if unpartitioned)."""
+    table = target.open()
+    ranges = []
+    if window.partitioned and spec.partition_column:
+        assert window.start is not None and window.end is not None
+        ranges.append(date_range(spec.partition_column, window.start, window.end))
+    if table is None:
+        if schema is None:
+            raise FileNotFoundError(f"no Delta table at {target.uri}; materialize it first")
+        return schema.empty_table()
+    return read_rows(table, ranges=ranges)
 
 
 def read_input(context: dg.InputContext, spec: WriteSpec, target: LakeTable) -> Any:

@@ -8,7 +8,6 @@ It is constructed like dagster-deltalake's IO managers (``root_uri``, ``storage_
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -19,19 +18,11 @@ from idem_assets.checkpoint.heartbeat import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.config import DeltaIOManagerConfig
 from idem_assets.io_manager.delta_modes import WriteMode
-from idem_assets.io_manager.erasure import erased_for, without_erased
-from idem_assets.io_manager.handlers import (
-    OutputHandler,
-    WriteRequest,
-    handed_over,
-    handler_for,
-    is_spark_frame,
-)
+from idem_assets.io_manager.handlers import handed_over, handler_for
 from idem_assets.io_manager.inputs import read_input
 from idem_assets.io_manager.metadata import RowCounts, output_metadata
-from idem_assets.io_manager.modes import write_by_mode
 from idem_assets.io_manager.noop import same_inputs
-from idem_assets.io_manager.output import StaleSkipError, TableOutput
+from idem_assets.io_manager.output import StaleSkipError, TableOutput, is_spark_frame
 from idem_assets.io_manager.settings import (
     TABLE_CONFIGURATION_KEY,
     mode_of,
@@ -42,8 +33,14 @@ from idem_assets.io_manager.settings import (
 )
 from idem_assets.io_manager.slices import PartitionSlice
 from idem_assets.io_manager.spec import WriteSpec
-from idem_assets.io_manager.strategies import Window, strategy_for
-from idem_assets.io_manager.tracking import LakeWriteLog
+from idem_assets.io_manager.tracking import LakeWriteLog, Settlement
+from idem_assets.io_manager.window import Window
+from idem_assets.io_manager.writes import (
+    WriteRequest,
+    WriteStrategy,
+    strategy_for,
+    strategy_for_mode,
+)
 from idem_assets.lake import (
     Fingerprint,
     LakeTable,
@@ -53,7 +50,6 @@ from idem_assets.lake import (
     slice_signature,
 )
 from idem_assets.lake.change_data import keep_change_feed
-from idem_assets.lake.frames import to_arrow
 from idem_assets.lake.tables import table_schema
 from idem_assets.partitions import window_dates
 from idem_assets.resources import LakeResource
@@ -120,50 +116,11 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         if obj is None:
             return
         output = handed_over(obj if isinstance(obj, TableOutput) else TableOutput(obj))
-        metadata = context.definition_metadata or {}
-        mode = mode_of(setting(context, "mode") or self.mode)
-        if mode in (WriteMode.merge, WriteMode.append, WriteMode.error, WriteMode.ignore):
-            self._handle_mode(context, output, mode)
-            return
-        if mode is WriteMode.create_or_replace:
-            if context.has_asset_partitions:
-                raise ValueError(
-                    "mode 'create_or_replace' replaces the whole table, and this output has "
-                    "partitions; use mode 'overwrite' with partition_expr to replace them"
-                )
-            metadata = {**metadata, "idem/strategy": "replace", "idem/allow_empty": True}
-        spec = WriteSpec.for_output(metadata, context.has_asset_partitions)
-        strategy = strategy_for(spec)
-        target, name = self._table(context, spec)
-
-        def covered_by(table: DeltaTable | None) -> PartitionSlice:
-            return strategy.covers(context, spec, _schema_of(output, table))
-
-        def written(
-            log: LakeWriteLog, table: DeltaTable | None, covered: PartitionSlice
-        ) -> dict[str, Any]:
-            if output.unchanged:
-                return self._confirm_unchanged(log, spec, target, table, covered, output)
-            handler, handed = handler_for(spec, strategy, output, covered)
-            return self._write(context, log, name, spec, target, table, covered, handed, handler)
-
-        self._tracked(context, spec.strategy, name, target, covered_by, written)
-
-    def _tracked(
-        self,
-        context: dg.OutputContext,
-        what: str,
-        name: str,
-        target: LakeTable,
-        covered_by: Callable[[DeltaTable | None], PartitionSlice],
-        written: Callable[[LakeWriteLog, DeltaTable | None, PartitionSlice], dict[str, Any]],
-    ) -> None:
-        """Open the write log of the output's slice, reconcile a stopped run's record, write,
-        and report: the one frame of every write, whatever its strategy or mode."""
+        strategy, target, name = self._strategy_of(context, output)
         started = time.perf_counter()
         with self._checkpoint().open() as store:
             table = target.open()
-            covered = covered_by(table)
+            covered = strategy.covers(context, _schema_of(output, table))
             log = LakeWriteLog(store, name, covered.label, context.run_id, self.write_lease_seconds)
             reconciled = log.reconcile(table)
             for item in reconciled:
@@ -175,13 +132,16 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
                         else "it never committed"
                     )
                 )
-            metadata = written(log, table, covered)
+            if output.unchanged:
+                metadata = self._confirm_unchanged(log, strategy, target, table, covered, output)
+            else:
+                metadata = self._write(context, log, name, strategy, target, table, covered, output)
         metadata["write_seconds"] = round(time.perf_counter() - started, 3)
         metadata["reconciled_records"] = len(reconciled)
         metadata.setdefault("dagster/table_name", name.replace("/", "."))
         context.add_output_metadata(metadata)
         context.log.info(
-            f"{what} {target.uri} {covered.display}: "
+            f"{strategy.label} {target.uri} {covered.display}: "
             + (
                 f"committed version {metadata['delta_version']}"
                 if metadata["committed"]
@@ -190,39 +150,75 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
             )
         )
 
+    def _strategy_of(
+        self, context: dg.OutputContext, output: TableOutput
+    ) -> tuple[WriteStrategy, LakeTable, str]:
+        """The output's write, made once: an ``idem/strategy`` bound to the output's spec or
+        one of dagster-delta's modes bound to its settings; and the table it writes."""
+        mode = mode_of(setting(context, "mode") or self.mode)
+        if mode in (WriteMode.merge, WriteMode.append, WriteMode.error, WriteMode.ignore):
+            if output.rows is None or is_spark_frame(output.rows):
+                raise ValueError(
+                    f"mode {mode.value!r} writes tables (pyarrow, polars, pandas); "
+                    "a Spark DataFrame is written with mode 'overwrite'"
+                )
+            plan, covered = mode_write(
+                context,
+                mode,
+                output.rows.schema,
+                merge_config=self.merge_config,
+                schema_mode=self.schema_mode,
+                writer_properties=self.writer_properties,
+                table_config=self._table_config(context),
+            )
+            target, name = self._located(context, setting(context, "idem/table"))
+            return strategy_for_mode(plan, covered), target, name
+        metadata = context.definition_metadata or {}
+        if mode is WriteMode.create_or_replace:
+            if context.has_asset_partitions:
+                raise ValueError(
+                    "mode 'create_or_replace' replaces the whole table, and this output has "
+                    "partitions; use mode 'overwrite' with partition_expr to replace them"
+                )
+            metadata = {**metadata, "idem/strategy": "replace", "idem/allow_empty": True}
+        spec = WriteSpec.for_output(metadata, context.has_asset_partitions)
+        target, name = self._table(context, spec)
+        return strategy_for(spec), target, name
+
     def _write(
         self,
         context: dg.OutputContext,
         log: LakeWriteLog,
         name: str,
-        spec: WriteSpec,
+        strategy: WriteStrategy,
         target: LakeTable,
         table: DeltaTable | None,
         covered: PartitionSlice,
         output: TableOutput,
-        handler: OutputHandler,
     ) -> dict[str, Any]:
-        """Prepare, claim, write (or prove a no-op) and settle; the write's metadata.
+        """Prepare, claim, write (or prove a no-op) and settle; the write's metadata. The one
+        frame of every write, whatever its strategy or mode.
 
         ``table`` is the table as opened before the write, reused to sign an unchanged slice.
         """
         # The batch first: its fingerprint is then hashed on another thread while the
         # checkpoint is written, and an unchanged rerun (hash-bound) waits for it less.
-        output, erased_rows = without_erased(output, erased_for(spec, log.store))
+        output, erased_rows = strategy.without_erased(output, log.store)
+        handler, handed = handler_for(strategy, output, covered)
         try:
-            prepared = handler.prepare(spec, output)
+            prepared = handler.prepare(strategy, handed)
         except BaseException as error:
             log.fail(log.begin({"window": covered.display}), error)
             raise
-        claim = log.begin({"window": covered.display})
+        claim = log.begin({"window": covered.display, strategy.reported_as: strategy.label})
+        options = WriteOptions(**self._options_of(context))
         request = WriteRequest(
-            spec,
-            strategy_for(spec),
+            name,
             target,
             covered,
             {**self._commit_metadata(context, name, covered), **log.commit_metadata(claim)},
             log.last_settled(),
-            WriteOptions(**self._options_of(context), change_key=spec.natural_key),
+            strategy.options(options),
         )
         keep_change_feed(table, request.options.table_config)
         crash_point(f"lake.before_write/{name}")
@@ -231,7 +227,7 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
             with lease_heartbeat(
                 checkpoint.resolved_url, claim, self.write_lease_seconds, checkpoint.clock()
             ):
-                done = prepared.write(request)
+                done = prepared.write(strategy, request)
         except BaseException as error:
             log.fail(claim, error)
             raise
@@ -247,29 +243,29 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
             )
             log.settle(
                 claim,
-                fingerprint=str(result.fingerprint),
-                files=slice_signature(signed, done.touched),
-                version=result.version,
-                committed=result.committed,
-                rows=done.counts.rows,
-                input_signature=output.input_signature,
-                conditions=done.touched,
-                duplicates_dropped=int(done.counts.duplicates_dropped),
+                Settlement(
+                    fingerprint=strategy.record_key(result.fingerprint),
+                    files=slice_signature(signed, done.touched),
+                    version=result.version,
+                    committed=result.committed,
+                    rows=done.counts.rows,
+                    input_signature=output.input_signature,
+                    conditions=done.touched,
+                    duplicates_dropped=int(done.counts.duplicates_dropped),
+                ),
             )
-        metadata = output_metadata(
-            spec, result, covered.display, done.counts, engine=handler.engine
-        )
         declared = "dagster/column_schema" in (context.definition_metadata or {})
-        if done.columns is not None and not declared:
-            # What dagster-deltalake shows: the columns written (when not declared).
-            metadata["dagster/column_schema"] = dg.MetadataValue.table_schema(
-                dg.TableSchema(
-                    columns=[dg.TableColumn(name=f.name, type=str(f.type)) for f in done.columns]
-                )
-            )
+        metadata = output_metadata(
+            (strategy.reported_as, strategy.label),
+            result,
+            covered.display,
+            done.counts,
+            engine=handler.engine,
+            columns=None if declared or signed is None else table_schema(signed),
+        )
         if output.input_signature:
             metadata["input_signature"] = output.input_signature
-        if spec.erasable_keys:
+        if strategy.erasable_keys:
             metadata["erased_rows_filtered"] = erased_rows if erased_rows is not None else "n/a"
         return metadata
 
@@ -303,48 +299,10 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         merged = {**(own or {}), **(self.table_config or {})}
         return {str(k): str(v) for k, v in merged.items()} or None
 
-    def _handle_mode(self, context: dg.OutputContext, output: TableOutput, mode: WriteMode) -> None:
-        """An output in one of dagster-delta's merge, append, error or ignore modes."""
-        if output.rows is None or is_spark_frame(output.rows):
-            raise ValueError(
-                f"mode {mode.value!r} writes tables (pyarrow, polars, pandas); "
-                "a Spark DataFrame is written with mode 'overwrite'"
-            )
-        rows = to_arrow(output.rows)
-        target, name = self._located(context, setting(context, "idem/table"))
-        plan, covered = mode_write(
-            context,
-            mode,
-            rows.schema,
-            merge_config=self.merge_config,
-            schema_mode=self.schema_mode,
-            writer_properties=self.writer_properties,
-            table_config=self._table_config(context),
-        )
-        checkpoint = self._checkpoint()
-
-        def written(
-            log: LakeWriteLog, table: DeltaTable | None, _: PartitionSlice
-        ) -> dict[str, Any]:
-            return write_by_mode(
-                plan,
-                log,
-                name,
-                target,
-                table,
-                covered,
-                rows,
-                self._commit_metadata(context, name, covered),
-                checkpoint=checkpoint,
-                lease_seconds=self.write_lease_seconds,
-            )
-
-        self._tracked(context, mode.value, name, target, lambda _: covered, written)
-
     def _confirm_unchanged(
         self,
         log: LakeWriteLog,
-        spec: WriteSpec,
+        strategy: WriteStrategy,
         target: LakeTable,
         table: DeltaTable | None,
         covered: PartitionSlice,
@@ -364,25 +322,27 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         claim = log.begin({"fingerprint": settled.fingerprint, "window": covered.display})
         log.settle(
             claim,
-            fingerprint=settled.fingerprint,
-            files=settled.files,
-            version=table.version(),
-            committed=False,
-            rows=settled.rows,
-            input_signature=settled.input_signature,
-            conditions=settled.conditions,
-            duplicates_dropped=settled.duplicates_dropped,
+            Settlement(
+                fingerprint=settled.fingerprint,
+                files=settled.files,
+                version=table.version(),
+                committed=False,
+                rows=settled.rows,
+                input_signature=settled.input_signature,
+                conditions=settled.conditions,
+                duplicates_dropped=settled.duplicates_dropped,
+            ),
         )
         # Nothing was computed: the fingerprint reported is the settled write's, as stored.
         skipped = WriteResult.unchanged(
-            spec.strategy,
+            strategy.label,
             target.uri,
             table.version(),
             Fingerprint(settled.rows, ""),
             proof=Proof.INPUTS,
         )
         metadata = output_metadata(
-            spec,
+            (strategy.reported_as, strategy.label),
             skipped,
             covered.display,
             RowCounts(settled.rows, settled.duplicates_dropped),

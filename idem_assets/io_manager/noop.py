@@ -35,13 +35,14 @@ def unchanged_since(
 def same_content(
     settled: SettledWrite | None,
     table: DeltaTable | None,
-    fingerprint: Fingerprint,
+    key: Fingerprint | str,
     conditions: Sequence[Condition],
 ) -> bool:
-    """Whether rows with ``fingerprint`` are what the settled write left, still in place."""
+    """Whether rows whose record key (their fingerprint, see ``WriteStrategy.record_key``)
+    is ``key`` are what the settled write left, still in place."""
     return (
         settled is not None
-        and settled.fingerprint == str(fingerprint)
+        and settled.fingerprint == str(key)
         and unchanged_since(settled, table, conditions)
     )
 

@@ -46,3 +46,13 @@ class StaleSkipError(RuntimeError):
 class UnsettledWriteError(RuntimeError):
     """A write committed, but its checkpoint record could not be settled: the next run of
     the window finds the commit by its lease token and records it (reconciliation)."""
+
+
+def is_spark_frame(obj: object) -> bool:
+    """Whether ``obj`` is a Spark DataFrame (checked without importing pyspark)."""
+    return type(obj).__module__.startswith("pyspark.sql")
+
+
+def is_stream(obj: object) -> bool:
+    """Whether ``obj`` is a record-batch stream (checked without importing pyarrow)."""
+    return type(obj).__name__ == "RecordBatchReader" and type(obj).__module__.startswith("pyarrow")

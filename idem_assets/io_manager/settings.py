@@ -2,7 +2,7 @@
 
 A setting comes from the output's runtime metadata, then its definition metadata, then
 the IO manager (``setting``). ``mode_write`` turns an output in one of the merge, append,
-error and ignore modes into the ``ModeWrite`` that ``io_manager.modes`` carries out.
+error and ignore modes into the ``ModeWrite`` its strategy (``io_manager.writes``) carries out.
 """
 
 from __future__ import annotations
@@ -13,8 +13,13 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from idem_assets._lazy import lazy_module
-from idem_assets.io_manager.delta_modes import MergeConfig, SchemaMode, WriteMode, clause_merge
-from idem_assets.io_manager.modes import ModeWrite
+from idem_assets.io_manager.delta_modes import (
+    MergeConfig,
+    ModeWrite,
+    SchemaMode,
+    WriteMode,
+    clause_merge,
+)
 from idem_assets.io_manager.slices import (
     PartitionSlice,
     arrow_type_of,

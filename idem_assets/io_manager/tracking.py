@@ -51,6 +51,20 @@ class SettledWrite:
     duplicates_dropped: int = 0
 
 
+@dataclass(frozen=True)
+class Settlement:
+    """What a write's record is settled with: its outcome, and what vouches for it."""
+
+    fingerprint: str  # the record key of the rows (see ``WriteStrategy.record_key``)
+    files: str  # the signature of the slice's data files after the write
+    version: int
+    committed: bool
+    rows: int
+    input_signature: str | None = None
+    conditions: Sequence[Condition] = ()  # the slice the files signature covers
+    duplicates_dropped: int = 0
+
+
 def _kind(value: object) -> str:
     if isinstance(value, dt.datetime):
         return "timestamp"
@@ -232,31 +246,19 @@ class LakeWriteLog:
             for again in self.store.claim(self.scope, late, lease_seconds=30, record_ids=[late]):
                 self.store.succeed(again, dict(result))
 
-    def settle(
-        self,
-        claim: Claim,
-        *,
-        fingerprint: str,
-        files: str,
-        version: int,
-        committed: bool,
-        rows: int,
-        input_signature: str | None,
-        conditions: Sequence[Condition],
-        duplicates_dropped: int,
-    ) -> None:
+    def settle(self, claim: Claim, settlement: Settlement) -> None:
         """Settle the record with what ``last_settled`` reads back for the next run."""
         self.succeed(
             claim,
             {
-                "fingerprint": fingerprint,
-                "files": files,
-                "version": version,
-                "committed": committed,
-                "rows": rows,
-                "input_signature": input_signature,
-                "conditions": encode_conditions(conditions),
-                "duplicates_dropped": duplicates_dropped,
+                "fingerprint": settlement.fingerprint,
+                "files": settlement.files,
+                "version": settlement.version,
+                "committed": settlement.committed,
+                "rows": settlement.rows,
+                "input_signature": settlement.input_signature,
+                "conditions": encode_conditions(settlement.conditions),
+                "duplicates_dropped": settlement.duplicates_dropped,
             },
         )
 

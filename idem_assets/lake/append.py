@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import Proof, WriteResult
@@ -17,7 +18,6 @@ from idem_assets.lake.tables import (
     WriteOptions,
     commit_properties,
     table_schema,
-    with_commit_retries,
 )
 
 if TYPE_CHECKING:
@@ -79,19 +79,11 @@ def append_exactly_once(
         {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}, [txn]
     )
 
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         done = already_committed(table, txn)
         if done is not None:
-            return WriteResult.unchanged(
-                STRATEGY,
-                target.uri,
-                table.version(),
-                batch_fp,
-                proof=Proof.TXN,
-                attempts=number + 1,
-                details={"txn_version": done},
-            )
+            return attempt.unchanged(batch_fp, proof=Proof.TXN, details={"txn_version": done})
         if table is None:
             columns = [partition_column] if isinstance(partition_column, str) else partition_column
             create_with(target, rows, list(columns or ()), properties, options)
@@ -107,18 +99,11 @@ def append_exactly_once(
                 commit_properties=properties,
             )
             new_version = table.version()
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
-            new_version,
-            rows.num_rows,
-            batch_fp,
-            rows_inserted=rows.num_rows,
-            attempts=number + 1,
-            details={"txn_version": version},
+        return attempt.inserted(
+            new_version, rows.num_rows, batch_fp, details={"txn_version": version}
         )
 
-    return with_commit_retries(attempt)
+    return commit_retried(target, STRATEGY, once)
 
 
 def create_with(

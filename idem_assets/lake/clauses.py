@@ -20,23 +20,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from deltalake import DeltaTable, WriterProperties, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.predicates import Condition, Range, all_of, conjunction, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import (
-    LakeTable,
-    commit_properties,
-    read_rows,
-    table_schema,
-    with_commit_retries,
-)
+from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, table_schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -180,11 +175,11 @@ def merge_by_clauses(
     batch_fp = known_fingerprint or fingerprint(rows)
     metadata = {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}
 
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         if table is None:
             return _create(
-                target,
+                attempt,
                 rows,
                 merge,
                 partition_by,
@@ -192,23 +187,22 @@ def merge_by_clauses(
                 writer_properties,
                 table_config,
                 batch_fp,
-                number,
             )
         _check_columns(rows, table, merge)
         if merge.planned():
             return _planned(
-                target, table, rows, merge, scope, metadata, writer_properties, batch_fp, number
+                attempt, table, rows, merge, scope, metadata, writer_properties, batch_fp
             )
         crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
         before = table.version()
         stats = _execute(table, rows, merge, scope, metadata, writer_properties)
-        return _result(target, table, before, stats, batch_fp, number)
+        return _result(attempt, before, stats, batch_fp)
 
-    return with_commit_retries(attempt)
+    return commit_retried(target, STRATEGY, once)
 
 
 def _create(
-    target: LakeTable,
+    attempt: Attempt,
     rows: pa.Table,
     merge: ClauseMerge,
     partition_by: Sequence[str],
@@ -216,7 +210,6 @@ def _create(
     writer_properties: WriterProperties | None,
     table_config: Mapping[str, str] | None,
     batch_fp: Fingerprint,
-    number: int,
 ) -> WriteResult:
     """A first merge: the rows an empty table would take, as its first version."""
     inserts = any(
@@ -231,6 +224,7 @@ def _create(
     else:
         # Conditional or computed inserts: let delta-rs evaluate them against an empty table.
         first = rows.schema.empty_table()
+    target = attempt.target
     write_deltalake(
         target.uri,
         first,
@@ -242,14 +236,10 @@ def _create(
         writer_properties=writer_properties,
     )
     if first.num_rows or not inserts:
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
+        return attempt.inserted(
             0,
             first.num_rows,
             batch_fp,
-            rows_inserted=first.num_rows,
-            attempts=number + 1,
             details={
                 "merge_stats": {
                     "num_source_rows": rows.num_rows,
@@ -257,10 +247,11 @@ def _create(
                 }
             },
         )
-    table = target.open()
-    assert table is not None
-    stats = _execute(table, rows, merge, (), metadata, writer_properties)
-    return _result(target, table, 0, stats, batch_fp, number)
+    # The rest of this try merges into the (empty) table it just created.
+    created = replace(attempt, table=target.open())
+    assert created.table is not None
+    stats = _execute(created.table, rows, merge, (), metadata, writer_properties)
+    return _result(created, 0, stats, batch_fp)
 
 
 def _check_columns(rows: pa.Table, table: DeltaTable, merge: ClauseMerge) -> None:
@@ -285,7 +276,7 @@ def _check_columns(rows: pa.Table, table: DeltaTable, merge: ClauseMerge) -> Non
 
 
 def _planned(
-    target: LakeTable,
+    attempt: Attempt,
     table: DeltaTable,
     rows: pa.Table,
     merge: ClauseMerge,
@@ -293,7 +284,6 @@ def _planned(
     metadata: Mapping[str, Any],
     writer_properties: WriterProperties | None,
     batch_fp: Fingerprint,
-    number: int,
 ) -> WriteResult:
     """Send the MERGE only the rows a clause changes, each marked with its clause."""
     pairs = merge.key_pairs()
@@ -301,18 +291,14 @@ def _planned(
     kinds = {c.kind for c in merge.clauses}
     changes = plan_changes(table, rows, pairs, kinds, scope)
     if changes.num_rows == 0:
-        return WriteResult.unchanged(
-            STRATEGY,
-            target.uri,
-            table.version(),
+        return attempt.unchanged(
             batch_fp,
             proof=Proof.CONTENT,
-            attempts=number + 1,
             details={
                 "merge_stats": {"num_source_rows": rows.num_rows, "num_changed_rows": 0},
             },
         )
-    crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
+    crash_point(f"lake.merge_planned/{attempt.target.uri.rsplit('/', 1)[-1]}")
     s, t = merge.source_alias, merge.target_alias
     assert s is not None and t is not None
     keys = [f"{quote_identifier(a, s)} = {quote_identifier(b, t)}" for a, b in pairs]
@@ -340,7 +326,7 @@ def _planned(
     before = table.version()
     stats = merger.execute()
     stats["num_source_rows"] = rows.num_rows
-    return _result(target, table, before, stats, batch_fp, number)
+    return _result(attempt, before, stats, batch_fp)
 
 
 def plan_changes(
@@ -491,36 +477,22 @@ def _execute(
 
 
 def _result(
-    target: LakeTable,
-    table: DeltaTable,
-    before: int,
-    stats: dict[str, Any],
-    batch_fp: Fingerprint,
-    number: int,
+    attempt: Attempt, before: int, stats: dict[str, Any], batch_fp: Fingerprint
 ) -> WriteResult:
-    """What a MERGE did: committed when delta-rs made a new version."""
+    """What a MERGE on ``attempt.table`` did: committed when delta-rs made a new version."""
+    assert attempt.table is not None
     inserted = int(stats.get("num_target_rows_inserted", 0))
     updated = int(stats.get("num_target_rows_updated", 0))
     deleted = int(stats.get("num_target_rows_deleted", 0))
-    if table.version() == before:
-        return WriteResult.unchanged(
-            STRATEGY,
-            target.uri,
-            table.version(),
-            batch_fp,
-            proof=Proof.CONTENT,
-            attempts=number + 1,
-            details={"merge_stats": stats},
-        )
-    return WriteResult.written(
-        STRATEGY,
-        target.uri,
-        table.version(),
+    version = attempt.table.version()
+    if version == before:
+        return attempt.unchanged(batch_fp, proof=Proof.CONTENT, details={"merge_stats": stats})
+    return attempt.written(
+        version,
         inserted + updated + deleted,
         batch_fp,
         rows_inserted=inserted,
         rows_updated=updated,
         rows_deleted=deleted,
-        attempts=number + 1,
         details={"merge_stats": stats},
     )

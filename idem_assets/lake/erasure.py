@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.history_deletes import DELETES_SUFFIX
 from idem_assets.lake.merge import tombstones_table
 from idem_assets.lake.predicates import all_of, quote_identifier
 from idem_assets.lake.stored import filesystem
-from idem_assets.lake.tables import LakeTable, commit_properties, table_schema, with_commit_retries
+from idem_assets.lake.tables import LakeTable, commit_properties, table_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -110,9 +111,8 @@ def erase_key(
     nothing is committed when no row holds it (erasing again is a no-op)."""
     quote_identifier(column)  # a plain identifier, or an error before anything is read
 
-    def attempt(number: int) -> ErasedFrom:
-        del number
-        table = target.open()
+    def once(attempt: Attempt) -> ErasedFrom:
+        table = attempt.table
         if table is None or column not in table_schema(table).names:
             return ErasedFrom(target.uri, None, 0, ())
         kind = table_schema(table).field(column).type
@@ -139,7 +139,7 @@ def erase_key(
         after = set(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
         return ErasedFrom(target.uri, table.version(), deleted, tuple(sorted(before - after)))
 
-    return with_commit_retries(attempt)
+    return commit_retried(target, "erase", once)
 
 
 def satellites(target: LakeTable) -> list[LakeTable]:

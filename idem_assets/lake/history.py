@@ -31,6 +31,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.dedupe import DELETE_FLAG, survivor_sort
 from idem_assets.lake.fingerprint import fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
@@ -45,7 +46,6 @@ from idem_assets.lake.tables import (
     commit_properties,
     rows_of_keys,
     table_schema,
-    with_commit_retries,
 )
 
 if TYPE_CHECKING:
@@ -204,9 +204,14 @@ def merge_history(
     details = {"deletes": batch_deletes.num_rows}
     planned: list[tuple[pa.Table, int]] = []
 
-    def attempt(number: int) -> WriteResult:
+    def deletes_then_table() -> DeltaTable | None:
+        # What each try plans on: the stored deletes (kept in ``planned`` for the check
+        # after the commit), then the table.
         planned[:] = [log.read()]
-        table = target.open()
+        return target.open()
+
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         plan = plan_history(table, events, key, version_column, planned[0][0], ranges)
         if table is None:
             write_deltalake(
@@ -216,45 +221,24 @@ def merge_history(
                 storage_options=target.options(),
                 commit_properties=commit_properties(metadata),
             )
-            written = plan.inserts.height
-            return WriteResult.written(
-                STRATEGY,
-                target.uri,
-                0,
-                written,
-                content,
-                rows_inserted=written,
-                attempts=number + 1,
-                details=details,
-            )
+            return attempt.inserted(0, plan.inserts.height, content, details=details)
         if plan.changes == 0:
-            return WriteResult.unchanged(
-                STRATEGY,
-                target.uri,
-                table.version(),
-                content,
-                proof=Proof.CONTENT,
-                attempts=number + 1,
-                details=details,
-            )
+            return attempt.unchanged(content, proof=Proof.CONTENT, details=details)
         crash_point(f"lake.history_planned/{target.uri.rsplit('/', 1)[-1]}")
         metrics = _execute(table, plan, key, metadata, ranges)
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
+        return attempt.written(
             table.version(),
             plan.changes,
             content,
             rows_inserted=int(metrics.get("num_target_rows_inserted", plan.inserts.height)),
             rows_updated=int(metrics.get("num_target_rows_updated", plan.updates.height)),
             rows_deleted=int(metrics.get("num_target_rows_deleted", plan.removals.height)),
-            attempts=number + 1,
             details={**details, "rows_copied": metrics.get("num_target_rows_copied")},
         )
 
     results: list[WriteResult] = []
     for _ in range(_ROUNDS):
-        results.append(with_commit_retries(attempt))
+        results.append(commit_retried(target, STRATEGY, once, snapshot=deletes_then_table))
         (used, seen), (now, version) = planned[0], log.read()
         if version == seen or fingerprint(now) == fingerprint(used):
             return _combined(results)

@@ -13,15 +13,10 @@ from typing import TYPE_CHECKING
 from deltalake import DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.frames import conform, to_polars
 from idem_assets.lake.maintenance import compact
-from idem_assets.lake.tables import (
-    LakeTable,
-    commit_properties,
-    read_rows,
-    rows_of_keys,
-    with_commit_retries,
-)
+from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, rows_of_keys
 
 if TYPE_CHECKING:
     import polars as pl
@@ -63,13 +58,20 @@ class BatchDeletes:
 
     def read(self) -> tuple[pa.Table, int]:
         """The stored deletes of the keys, and the version they were read at (-1: no log)."""
+        return self._read_at(self._refreshed())
+
+    def _refreshed(self) -> DeltaTable | None:
+        """The log brought up to its newest version (None: no log yet)."""
         if self._snapshot is None:
             self._snapshot = self.table.open()
         else:
             self._snapshot.update_incremental()
-        version = -1 if self._snapshot is None else self._snapshot.version()
+        return self._snapshot
+
+    def _read_at(self, snapshot: DeltaTable | None) -> tuple[pa.Table, int]:
+        version = -1 if snapshot is None else snapshot.version()
         if self._read is None or self._read[1] != version:
-            rows = rows_of_keys(self._snapshot, self.keys, self.schema)
+            rows = rows_of_keys(snapshot, self.keys, self.schema)
             self._read = (conform(rows, self.schema), version)
         return self._read
 
@@ -79,13 +81,13 @@ class BatchDeletes:
         columns = self.schema.names
         wanted = to_polars(conform(deletes, self.schema)).unique()
 
-        def attempt(number: int) -> None:
-            stored, version = self.read()
+        def once(attempt: Attempt) -> None:
+            stored, version = self._read_at(attempt.table)
             new = wanted.join(to_polars(stored), on=columns, how="anti").to_arrow()
             if not new.num_rows:
                 return
             write_deltalake(
-                self._snapshot if version >= 0 else self.table.uri,
+                attempt.table if attempt.table is not None else self.table.uri,
                 new,
                 mode="append" if version >= 0 else "error",
                 configuration=None if version >= 0 else _LOG_CONFIG,
@@ -98,7 +100,7 @@ class BatchDeletes:
 
         appended: list[int] = []
         if deletes.num_rows:
-            with_commit_retries(attempt)
+            commit_retried(self.table, "history_deletes", once, snapshot=self._refreshed)
         if appended:
             self.read()
             if self._snapshot is not None and len(self._snapshot.file_uris()) > _LOG_FILES:

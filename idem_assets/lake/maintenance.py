@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 from deltalake import DeltaTable
 
 from idem_assets._lazy import lazy_module
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.delta_log import commit_infos
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.stored import table_fingerprint
-from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, with_commit_retries
+from idem_assets.lake.tables import LakeTable, commit_properties, read_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -85,8 +86,8 @@ def compact(
     properties = commit_properties({"idem.maintenance": "compact", **(commit_metadata or {})})
     columns = tuple(z_order)
 
-    def attempt(number: int) -> Compaction:
-        table = target.open()
+    def once(attempt: Attempt) -> Compaction:
+        table = attempt.table
         assert table is not None
         before = table.version()
         optimizer = table.optimize
@@ -124,7 +125,7 @@ def compact(
             z_order=columns,
         )
 
-    return with_commit_retries(attempt)
+    return commit_retried(target, "compact", once)
 
 
 def _compaction_version(table: DeltaTable, after: int) -> int | None:

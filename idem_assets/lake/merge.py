@@ -10,6 +10,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.dedupe import DELETE_FLAG, DedupeResult, dedupe_newest, survivors
 from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
@@ -23,7 +24,6 @@ from idem_assets.lake.tables import (
     read_rows,
     rows_of_keys,
     table_schema,
-    with_commit_retries,
 )
 
 if TYPE_CHECKING:
@@ -159,8 +159,8 @@ def merge_upsert(
     }
     metadata = {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}
 
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         if table is None:
             write_deltalake(
                 target.uri,
@@ -171,38 +171,18 @@ def merge_upsert(
                 commit_properties=commit_properties(metadata),
                 configuration=options.configuration(),
             )
-            return WriteResult.written(
-                STRATEGY,
-                target.uri,
-                0,
-                batch.num_rows,
-                batch_fp,
-                rows_inserted=batch.num_rows,
-                attempts=number + 1,
-                details=extra,
-            )
+            return attempt.inserted(0, batch.num_rows, batch_fp, details=extra)
         plan = plan_merge(table, batch, key, version_column, prune_columns)
         if plan.changes == 0:
-            return WriteResult.unchanged(
-                STRATEGY,
-                target.uri,
-                table.version(),
-                batch_fp,
-                proof=Proof.CONTENT,
-                attempts=number + 1,
-                details=extra,
-            )
+            return attempt.unchanged(batch_fp, proof=Proof.CONTENT, details=extra)
         crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
         metrics = _execute(table, plan, key, version_column, prune_columns, metadata)
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
+        return attempt.written(
             table.version(),
             plan.changes,
             batch_fp,
             rows_inserted=int(metrics.get("num_target_rows_inserted", plan.inserts)),
             rows_updated=int(metrics.get("num_target_rows_updated", plan.updates)),
-            attempts=number + 1,
             details={
                 **extra,
                 "files_scanned": metrics.get("num_target_files_scanned"),
@@ -210,7 +190,7 @@ def merge_upsert(
             },
         )
 
-    return with_commit_retries(attempt)
+    return commit_retried(target, STRATEGY, once)
 
 
 def _execute(
@@ -371,10 +351,15 @@ def merge_changes(
     metadata = {**(commit_metadata or {}), "idem.fingerprint": str(content)}
     found: list[pa.Table] = []
 
-    def attempt(number: int) -> WriteResult:
+    def tombstones_then_table() -> DeltaTable | None:
+        # What each try plans on: the tombstones (kept in ``found`` for the caller to
+        # store), then the table.
         known = tombstones() if callable(tombstones) else tombstones
         found[:] = [tombstones_of(rows, key, version_column, delete_column, known)]
-        table = target.open()
+        return target.open()
+
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         changes = plan_changes(
             table, rows, key, version_column, delete_column, found[0], prune_columns
         )
@@ -388,18 +373,9 @@ def merge_changes(
                 commit_properties=commit_properties(metadata),
                 configuration=options.configuration(),
             )
-            return WriteResult.written(
-                STRATEGY, target.uri, 0, plan.batch.num_rows, content, attempts=number + 1
-            )
+            return attempt.written(0, plan.batch.num_rows, content)
         if plan.changes == 0 and doomed.height == 0:
-            return WriteResult.unchanged(
-                STRATEGY,
-                target.uri,
-                table.version(),
-                content,
-                proof=Proof.CONTENT,
-                attempts=number + 1,
-            )
+            return attempt.unchanged(content, proof=Proof.CONTENT)
         schema = table_schema(table)
         names = schema.names
         winners = plan.winners.with_columns(pl.lit(False).alias(_DELETE))
@@ -434,19 +410,16 @@ def merge_changes(
             .when_not_matched_insert(updates=assignments, predicate=f"NOT {flag}")
             .execute()
         )
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
+        return attempt.written(
             table.version(),
             plan.changes + doomed.height,
             content,
             rows_inserted=int(metrics.get("num_target_rows_inserted", plan.inserts)),
             rows_updated=int(metrics.get("num_target_rows_updated", plan.updates)),
-            attempts=number + 1,
             details={"rows_deleted": int(metrics.get("num_target_rows_deleted", doomed.height))},
         )
 
-    result = with_commit_retries(attempt)
+    result = commit_retried(target, STRATEGY, once, snapshot=tombstones_then_table)
     return result, found[0]
 
 

@@ -11,6 +11,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.change_data import replace_rows
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import (
     Fingerprint,
@@ -34,7 +35,6 @@ from idem_assets.lake.tables import (
     read_rows,
     slice_signature,
     table_schema,
-    with_commit_retries,
 )
 
 if TYPE_CHECKING:
@@ -117,9 +117,9 @@ def overwrite_slice(
     pending = known_fingerprint or PendingFingerprint(rows)
     properties = commit_properties(dict(commit_metadata or {}))
 
-    def attempt(number: int) -> WriteResult:
+    def once(attempt: Attempt) -> WriteResult:
         count, details = rows.num_rows, None
-        table = target.open()
+        table = attempt.table
         if table is None:
             # mode="error": if another writer creates the table first we lose the
             # race, retry, and take the predicate path instead of clobbering it.
@@ -139,14 +139,7 @@ def overwrite_slice(
             empty = slice_signature(table, conditions).startswith("0:")
             if skip_unchanged and empty and rows.num_rows == 0:
                 # Nothing stored there and nothing to store: already the wanted state.
-                return WriteResult.unchanged(
-                    STRATEGY,
-                    target.uri,
-                    table.version(),
-                    resolve(pending),
-                    proof=Proof.CONTENT,
-                    attempts=number + 1,
-                )
+                return attempt.unchanged(resolve(pending), proof=Proof.CONTENT)
             compared = skip_unchanged and not empty
             changed = changed_days(table, rows, conditions) if compared else None
             if compared and (
@@ -154,14 +147,7 @@ def overwrite_slice(
                 if changed is not None
                 else fingerprint(read_rows(table, ranges=conditions)) == resolve(pending)
             ):
-                return WriteResult.unchanged(
-                    STRATEGY,
-                    target.uri,
-                    table.version(),
-                    resolve(pending),
-                    proof=Proof.CONTENT,
-                    attempts=number + 1,
-                )
+                return attempt.unchanged(resolve(pending), proof=Proof.CONTENT)
             written, replaced = rows, conditions
             if changed is not None and changed.kept:
                 written, replaced = changed.rows_of(rows), (changed.condition(),)
@@ -177,30 +163,14 @@ def overwrite_slice(
                 schema_mode="merge" if evolve else None,
             )
             if made is None:  # a change feed's write found no row differing
-                return WriteResult.unchanged(
-                    STRATEGY,
-                    target.uri,
-                    table.version(),
-                    resolve(pending),
-                    proof=Proof.CONTENT,
-                    attempts=number + 1,
-                )
+                return attempt.unchanged(resolve(pending), proof=Proof.CONTENT)
             version = made
             if changed is not None and changed.kept:
                 details = {"days_rewritten": len(changed.days), "days_kept": changed.kept}
                 count = written.num_rows
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
-            version,
-            count,
-            resolve(pending),
-            rows_inserted=count,
-            attempts=number + 1,
-            details=details,
-        )
+        return attempt.inserted(version, count, resolve(pending), details=details)
 
-    return with_commit_retries(attempt)
+    return commit_retried(target, STRATEGY, once)
 
 
 @dataclass(frozen=True)
@@ -322,8 +292,8 @@ def overwrite_stream(
     new_fp = accumulator.result()
     properties = commit_properties(dict(commit_metadata or {}))
 
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         if table is not None and skip_unchanged:
             proven = (
                 Proof.CHECKPOINT
@@ -332,29 +302,17 @@ def overwrite_stream(
             )
             if proven:
                 staged.discard()
-                return WriteResult.unchanged(
-                    STRATEGY,
-                    target.uri,
-                    table.version(),
-                    new_fp,
-                    proof=proven,
-                    attempts=number + 1,
-                    details={"streamed": True},
-                )
+                return attempt.unchanged(new_fp, proof=proven, details={"streamed": True})
         version = commit_overwrite(target, table, staged, schema, start, end, properties)
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
+        return attempt.inserted(
             version,
             staged.rows,
             new_fp,
-            rows_inserted=staged.rows,
-            attempts=number + 1,
             details={"files_added": len(staged.files), "streamed": True},
         )
 
     try:
-        return with_commit_retries(attempt)
+        return commit_retried(target, STRATEGY, once)
     except BaseException:
         discard_unless_committed(target, staged)
         raise

@@ -9,6 +9,7 @@ from deltalake import write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.change_data import replace_rows
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.fingerprint import Fingerprint, PendingFingerprint, fingerprint, resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import Proof, WriteResult
@@ -19,7 +20,6 @@ from idem_assets.lake.tables import (
     check_columns,
     commit_properties,
     read_rows,
-    with_commit_retries,
 )
 
 if TYPE_CHECKING:
@@ -58,17 +58,10 @@ def replace_table(
     pending = known_fingerprint or PendingFingerprint(rows)
     properties = commit_properties(dict(commit_metadata or {}))
 
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         if table is not None and fingerprint(read_rows(table)) == resolve(pending):
-            return WriteResult.unchanged(
-                STRATEGY,
-                target.uri,
-                table.version(),
-                resolve(pending),
-                proof=Proof.CONTENT,
-                attempts=number + 1,
-            )
+            return attempt.unchanged(resolve(pending), proof=Proof.CONTENT)
         if table is None:
             write_deltalake(
                 target.uri,
@@ -84,23 +77,8 @@ def replace_table(
             check_columns(rows, table, options, exact=True)
             made = replace_rows(table, rows, (), properties, options, schema_mode="overwrite")
             if made is None:  # a change feed's write found no row differing
-                return WriteResult.unchanged(
-                    STRATEGY,
-                    target.uri,
-                    table.version(),
-                    resolve(pending),
-                    proof=Proof.CONTENT,
-                    attempts=number + 1,
-                )
+                return attempt.unchanged(resolve(pending), proof=Proof.CONTENT)
             version = made
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
-            version,
-            rows.num_rows,
-            resolve(pending),
-            rows_inserted=rows.num_rows,
-            attempts=number + 1,
-        )
+        return attempt.inserted(version, rows.num_rows, resolve(pending))
 
-    return with_commit_retries(attempt)
+    return commit_retried(target, STRATEGY, once)

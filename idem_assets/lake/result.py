@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from idem_assets.lake.fingerprint import Fingerprint
 
@@ -22,6 +22,14 @@ class Proof(StrEnum):
     CONTENT = "content"  # the new rows compared with the stored ones (or the merge planned)
     TXN = "txn"  # an append whose Delta txn id the table already holds, with the same rows
     TABLE_EXISTS = "ignore"  # mode ignore: the table exists, so nothing is written
+
+
+class RowCounts(TypedDict, total=False):
+    """The rows a committed write inserted, updated and deleted (0 when not given)."""
+
+    rows_inserted: int
+    rows_updated: int
+    rows_deleted: int
 
 
 @dataclass(frozen=True)
@@ -80,11 +88,9 @@ class WriteResult:
         rows_written: int,
         fingerprint: Fingerprint,
         *,
-        rows_inserted: int = 0,
-        rows_updated: int = 0,
-        rows_deleted: int = 0,
         attempts: int = 1,
         details: Mapping[str, Any] | None = None,
+        **counts: Unpack[RowCounts],
     ) -> WriteResult:
         """A write that committed ``version``."""
         return cls(
@@ -94,9 +100,7 @@ class WriteResult:
             True,
             rows_written,
             fingerprint,
-            rows_inserted=rows_inserted,
-            rows_updated=rows_updated,
-            rows_deleted=rows_deleted,
             attempts=attempts,
             details=dict(details or {}),
+            **counts,
         )

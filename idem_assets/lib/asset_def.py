@@ -30,8 +30,6 @@ from idem_assets.resources import LakeResource
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from idem_assets.lib.checks.per_partition import LakeCheck
-
     # Pure recomputation of an asset's output rows for a window, before deduplication:
     # the asset returns it and the rerun-equality check compares it with the table.
     Compute = Callable[[LakeResource, Window], pa.Table]
@@ -73,8 +71,6 @@ class LakeAssetDef:
     value_rules: tuple[ValueRule, ...] = ()
     # The quarantine_share check warns above this share of a day's raw rows.
     quarantine_share: float = 0.01
-    # Checks beyond the standard ones (rerun equality, unique key, landing checks).
-    checks: tuple[LakeCheck, ...] = ()
     # Blocking checks: a failed ERROR check fails the step and stops downstream assets.
     blocking_checks: bool = False
     # When the asset runs by itself (declarative automation), e.g. lib.automation's.

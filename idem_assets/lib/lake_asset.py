@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import dagster as dg
@@ -14,7 +14,12 @@ import dagster as dg
 from idem_assets.io_manager import TableOutput
 from idem_assets.lib.asset_def import KINDS, LAKE_IO_MANAGER_KEY, LakeAssetDef
 from idem_assets.lib.checks.factory import standard_checks
-from idem_assets.lib.checks.per_partition import check_outputs, check_specs, evaluate_checks
+from idem_assets.lib.checks.per_partition import (
+    LakeCheck,
+    check_outputs,
+    check_specs,
+    evaluate_checks,
+)
 from idem_assets.lib.landing_io import shared_landing_reads
 from idem_assets.resources import CheckpointResource, LakeResource
 
@@ -24,17 +29,19 @@ def lake_asset(
     *,
     description: str,
     ins: dict[str, dg.AssetIn] | None = None,
+    checks: Sequence[LakeCheck] = (),
     **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
     """The asset of a lake table, written by the IO manager, with its checks per partition.
 
     The decorated function returns the asset's output (rows or a ``TableOutput``); it may
     take ``context``, inputs and resources like any asset function. The asset carries the
-    definition's checks as partitioned check specs: after the IO manager has written the
-    output, the same step evaluates each selected check for every partition of the run
-    (see ``idem_assets.lib.checks.per_partition``). A run that selects only the checks reads the
-    stored table and writes nothing. A backfill range is one run and one Delta commit per
-    table, or runs of at most ``definition.max_days_per_run`` days each.
+    definition's standard checks, then ``checks``, as partitioned check specs: after the IO
+    manager has written the output, the same step evaluates each selected check for every
+    partition of the run (see ``idem_assets.lib.checks.per_partition``). A run that selects
+    only the checks reads the stored table and writes nothing. A backfill range is one run
+    and one Delta commit per table, or runs of at most ``definition.max_days_per_run`` days
+    each.
 
     Example:
         >>> import datetime as dt
@@ -74,7 +81,7 @@ def lake_asset(
         >>> sorted((e.check_name, e.passed) for e in done.get_asset_check_evaluations())
         [('rerun_equality', True), ('unique_natural_key', True)]
     """
-    checks = standard_checks(definition)
+    checks = [*standard_checks(definition), *checks]
     blocking = definition.blocking_checks
 
     def decorate(fn: Callable[..., Any]) -> dg.AssetsDefinition:

@@ -25,12 +25,13 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.dedupe import DELETE_FLAG
 from idem_assets.lake.delta_log import removes, require_plain_table
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import commit_staged, discard_unless_committed
 from idem_assets.lake.stored import DataFile, data_files, file_location
-from idem_assets.lake.tables import LakeTable, table_schema, with_commit_retries
+from idem_assets.lake.tables import LakeTable, table_schema
 from idem_assets.spark.commit import properties_for
 from idem_assets.spark.merge_batch import MergeBatch, deduplicated_batch, event_batch
 from idem_assets.spark.schema import col, spark_schema, spark_type
@@ -204,18 +205,10 @@ def merge_partitions_spark(
     properties = properties_for(commit_metadata, batch_fp, txn)
     cluster_by = list(key)
 
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         if already_committed(table, txn) is not None:
-            return WriteResult.unchanged(
-                STRATEGY,
-                target.uri,
-                table.version(),
-                batch_fp,
-                proof=Proof.CONTENT,
-                attempts=number + 1,
-                details=details,
-            )
+            return attempt.unchanged(batch_fp, proof=Proof.CONTENT, details=details)
         if table is None and delete_column is None:
             staged = stage(batch.rows, target, schema, partition_column, cluster_by)
             try:
@@ -223,15 +216,8 @@ def merge_partitions_spark(
             except BaseException:
                 discard_unless_committed(target, staged)
                 raise
-            return WriteResult.written(
-                STRATEGY,
-                target.uri,
-                0,
-                staged.rows,
-                batch_fp,
-                rows_inserted=staged.rows,
-                attempts=number + 1,
-                details={**details, "files_added": len(staged.files)},
+            return attempt.inserted(
+                0, staged.rows, batch_fp, details={**details, "files_added": len(staged.files)}
             )
         files: list[DataFile] = []
         if table is None:
@@ -248,15 +234,7 @@ def merge_partitions_spark(
         )
         try:
             if not plan.changed and table is not None:
-                return WriteResult.unchanged(
-                    STRATEGY,
-                    target.uri,
-                    table.version(),
-                    batch_fp,
-                    proof=Proof.CONTENT,
-                    attempts=number + 1,
-                    details=details,
-                )
+                return attempt.unchanged(batch_fp, proof=Proof.CONTENT, details=details)
             rewrite = plan.rows
             if partition_column:
                 rewrite = rewrite.filter(_in(partition_column, plan.changed))
@@ -277,16 +255,13 @@ def merge_partitions_spark(
             discard_unless_committed(target, staged)
             raise
         deleted = {"rows_deleted": plan.deletes} if delete_column is not None else {}
-        return WriteResult.written(
-            STRATEGY,
-            target.uri,
+        return attempt.written(
             version,
             plan.inserts + plan.updates + plan.deletes,
             batch_fp,
             rows_inserted=plan.inserts,
             rows_updated=plan.updates,
             rows_deleted=plan.deletes,
-            attempts=number + 1,
             details={
                 **details,
                 **deleted,
@@ -297,7 +272,7 @@ def merge_partitions_spark(
             },
         )
 
-    return with_commit_retries(attempt)
+    return commit_retried(target, STRATEGY, once)
 
 
 def _in(partition_column: str, values: list[object]) -> Column:

@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
+from idem_assets.lake.commits import Attempt, commit_retried
 from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
@@ -24,7 +25,7 @@ from idem_assets.lake.predicates import Range, date_range
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import StagedWrite, commit_staged, discard_unless_committed
 from idem_assets.lake.stored import slice_fingerprint
-from idem_assets.lake.tables import LakeTable, with_commit_retries
+from idem_assets.lake.tables import LakeTable
 from idem_assets.spark.commit import SPARK_ERRORS, properties_for
 from idem_assets.spark.fingerprint import spark_fingerprint
 from idem_assets.spark.schema import col, conform_spark
@@ -112,37 +113,20 @@ def overwrite_partitions_spark(
     properties = properties_for(commit_metadata, new_fp, txn)
     details = {"engine": "spark", "files_added": len(staged.files), "staging": staged.folder}
 
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         if already_committed(table, txn) is not None or (
             table is not None and skip_unchanged and _unchanged(table, rng, new_fp)
         ):
             staged.discard()
-            return WriteResult.unchanged(
-                "overwrite",
-                target.uri,
-                table.version(),
-                new_fp,
-                proof=Proof.CONTENT,
-                attempts=number + 1,
-                details={"engine": "spark"},
-            )
+            return attempt.unchanged(new_fp, proof=Proof.CONTENT, details={"engine": "spark"})
         version = commit_staged(
             target, table, staged, properties, schema=schema, replace_range=(start, end)
         )
-        return WriteResult.written(
-            "overwrite",
-            target.uri,
-            version,
-            staged.rows,
-            new_fp,
-            rows_inserted=staged.rows,
-            attempts=number + 1,
-            details=details,
-        )
+        return attempt.inserted(version, staged.rows, new_fp, details=details)
 
     try:
-        return with_commit_retries(attempt)
+        return commit_retried(target, "overwrite", once)
     except BaseException:
         discard_unless_committed(target, staged)
         raise
@@ -191,36 +175,26 @@ def append_spark(
     batch_fp = staged.fingerprint(schema)
     properties = properties_for(commit_metadata, batch_fp, txn)
 
-    def attempt(number: int) -> WriteResult:
-        table = target.open()
+    def once(attempt: Attempt) -> WriteResult:
+        table = attempt.table
         committed = already_committed(table, txn)
         if committed is not None:
             staged.discard()
-            return WriteResult.unchanged(
-                "append",
-                target.uri,
-                table.version(),
-                batch_fp,
-                proof=Proof.TXN,
-                attempts=number + 1,
-                details={"engine": "spark", "txn_version": committed},
+            return attempt.unchanged(
+                batch_fp, proof=Proof.TXN, details={"engine": "spark", "txn_version": committed}
             )
         if table is not None:
             require_plain_table(table, partition_column, schema)
         new_version = commit_staged(target, table, staged, properties, schema=schema)
-        return WriteResult.written(
-            "append",
-            target.uri,
+        return attempt.inserted(
             new_version,
             staged.rows,
             batch_fp,
-            rows_inserted=staged.rows,
-            attempts=number + 1,
             details={"engine": "spark", "txn_version": version, "files_added": len(staged.files)},
         )
 
     try:
-        return with_commit_retries(attempt)
+        return commit_retried(target, "append", once)
     except BaseException:
         discard_unless_committed(target, staged)
         raise

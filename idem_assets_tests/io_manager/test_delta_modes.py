@@ -31,7 +31,7 @@ from idem_assets import (
     WhenNotMatchedInsertAll,
     WriteMode,
 )
-from idem_assets.io_manager.modes import AppendConflictError
+from idem_assets.io_manager.writes.append import AppendConflictError
 from idem_assets.lake.clauses import MergeConfigError, key_equalities
 from idem_assets_tests.io_manager import modes_child
 

@@ -56,8 +56,8 @@ def test_the_rerun_comparison_counts_a_deleted_key_stored_again(tmp_path):
     from deltalake import write_deltalake
 
     from idem_assets.io_manager.batch import prepare
-    from idem_assets.io_manager.strategies import Merge
     from idem_assets.io_manager.window import Window
+    from idem_assets.io_manager.writes import Merge
 
     resources = {"io_manager": manager(tmp_path)}
     for index in range(DAYS):
@@ -73,14 +73,14 @@ def test_the_rerun_comparison_counts_a_deleted_key_stored_again(tmp_path):
         if r[OP] == "D" and r[KEY] in gone
     )
     batch = prepare(SPEC, CHANGES[day])
-    assert Merge().compare(SPEC, target, batch, Window()).passed
+    assert Merge(SPEC).compare(target, batch, Window()).passed
     # That key written back behind the lake: the rerun would delete it again.
     back = pa.table(
         {KEY: [deleted[KEY]], VERSION: [deleted[VERSION] - 1], "segment": ["smb"]},
         schema=read_rows(target.open()).schema,
     )
     write_deltalake(target.uri, back, mode="append")
-    compared = Merge().compare(SPEC, target, batch, Window())
+    compared = Merge(SPEC).compare(target, batch, Window())
     assert not compared.passed and compared.rows_differing == 1
     assert "delete 1 row(s)" in compared.detail
 
@@ -89,7 +89,7 @@ def test_a_deleted_key_written_back_is_counted_on_the_day_of_its_delete_only(tmp
     from deltalake import write_deltalake
 
     from idem_assets.io_manager.batch import prepare
-    from idem_assets.io_manager.strategies import compare_days
+    from idem_assets.io_manager.writes import compare_days
 
     spec = SPEC.model_copy(update={"partition_column": "day"})
     days = [START + dt.timedelta(days=i) for i in range(DAYS)]

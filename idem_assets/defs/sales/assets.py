@@ -86,7 +86,6 @@ SALES_TABLE = LakeAssetDef(
     },
     partitions_def=ORDERS_TABLE.partitions_def,
     owners=("team:data-platform",),
-    checks=(RECONCILIATION,),
     automation_condition=follows_upstream(),
 )
 
@@ -94,6 +93,7 @@ SALES_TABLE = LakeAssetDef(
 @lake_asset(
     SALES_TABLE,
     ins={"orders": dg.AssetIn(key=ORDERS_TABLE.key)},
+    checks=(RECONCILIATION,),
     description=(
         "Revenue and order counts per day, recomputed from the orders partition and written by "
         "overwriting that day: the idempotent form of 'INSERT an aggregate per run'. Every day "

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 import dagster as dg
 
 from idem_assets.io_manager import RerunComparison, Window, compare, prepare, target_table
-from idem_assets.io_manager.strategies import compare_days
+from idem_assets.io_manager.writes import compare_days
 from idem_assets.lake import read_rows
 from idem_assets.lake.frames import to_arrow
 from idem_assets.lake.history import PERIOD, PROBLEM, history_problems
@@ -219,7 +219,7 @@ def history_check(definition: LakeAssetDef) -> LakeCheck:
 
 
 def standard_checks(definition: LakeAssetDef) -> list[LakeCheck]:
-    """The checks every lake asset gets, then the ones its definition adds."""
+    """The checks every lake asset gets from its definition."""
     checks = [RERUN_EQUALITY_CHECK]
     if definition.spec.strategy == "history":
         checks.append(history_check(definition))
@@ -229,4 +229,4 @@ def standard_checks(definition: LakeAssetDef) -> list[LakeCheck]:
         checks.append(landing_checks(definition))
     if definition.spec.erasable_keys:
         checks.append(erased_keys_check(definition))
-    return [*checks, *definition.checks]
+    return checks

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from idem_assets.io_manager import PreparedBatch, Window, prepare, target_table
-from idem_assets.io_manager.strategies import strategy_for, window_slice
+from idem_assets.io_manager.writes import strategy_for
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.frames import conform, to_arrow
 from idem_assets.lake.history import VALID_FROM
@@ -170,7 +170,7 @@ class JudgedSpan:
         if table is None:
             return Counter()
         strategy = strategy_for(spec)
-        ranges = strategy.touched(spec, window_slice(spec, self._span), self.deduplicated)
+        ranges = strategy.touched(strategy.window_slice(self._span), self.deduplicated)
         if spec.strategy == "history":
             return self._accounted_in_history(target, table)
         if spec.strategy == "merge" and spec.delete_column is not None:

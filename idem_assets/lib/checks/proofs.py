@@ -27,7 +27,7 @@ from dagster_shared.serdes.errors import DeserializationError
 from idem_assets.checkpoint import CheckpointStore, Memo
 from idem_assets.checkpoint.model import MAX_JSON_BYTES
 from idem_assets.io_manager import Window, target_table
-from idem_assets.io_manager.strategies import strategy_for, window_slice
+from idem_assets.io_manager.writes import strategy_for
 from idem_assets.lake.tables import FileIndex
 from idem_assets.landing.files import discover_days, discover_snapshot
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
@@ -108,7 +108,8 @@ class Stamps:
             return self._whole_table
         if reads is Reads.SLICE:
             spec = self.definition.spec
-            touched = strategy_for(spec).touched(spec, window_slice(spec, window), None)
+            strategy = strategy_for(spec)
+            touched = strategy.touched(strategy.window_slice(window), None)
             return self._table_files.signature(touched)
         contract = self.definition.landing_source
         if contract is None:
