@@ -42,6 +42,7 @@ from idem_assets.io_manager.writes import (
     strategy_for_mode,
 )
 from idem_assets.lake import (
+    Commit,
     Fingerprint,
     LakeTable,
     Proof,
@@ -212,15 +213,11 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
             raise
         claim = log.begin({"window": covered.display, strategy.reported_as: strategy.label})
         options = WriteOptions(**self._options_of(context))
+        metadata = {**self._commit_metadata(context, name, covered), **log.commit_metadata(claim)}
         request = WriteRequest(
-            name,
-            target,
-            covered,
-            {**self._commit_metadata(context, name, covered), **log.commit_metadata(claim)},
-            log.last_settled(),
-            strategy.options(options),
+            name, target, covered, Commit(metadata, strategy.options(options)), log.last_settled()
         )
-        keep_change_feed(table, request.options.table_config)
+        keep_change_feed(table, request.commit.options.table_config)
         crash_point(f"lake.before_write/{name}")
         checkpoint = self._checkpoint()
         try:

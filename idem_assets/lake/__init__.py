@@ -7,6 +7,7 @@ from idem_assets.lake.changes import (
     PendingChanges,
     change_rows,
 )
+from idem_assets.lake.commits import Commit
 from idem_assets.lake.dedupe import DedupeResult, dedupe_newest
 from idem_assets.lake.erasure import Erased, erase_key, files_holding, key_digest
 from idem_assets.lake.fingerprint import (
@@ -45,6 +46,7 @@ from idem_assets.lake.tables import (
 
 __all__ = [
     "ChangeFeed",
+    "Commit",
     "ChangeFeedDisabledError",
     "PendingChanges",
     "IS_CURRENT",

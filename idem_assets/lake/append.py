@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from idem_assets._lazy import lazy_module
-from idem_assets.lake.commits import Attempt, commit_retried
-from idem_assets.lake.fingerprint import Fingerprint, fingerprint
+from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import (
-    DEFAULT_OPTIONS,
-    LakeTable,
-    WriteOptions,
-    commit_properties,
-    table_schema,
-)
+from idem_assets.lake.tables import DEFAULT_OPTIONS, LakeTable, WriteOptions, table_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -52,14 +45,12 @@ def append_exactly_once(
     *,
     partition_column: str | Sequence[str] | None = None,
     schema: pa.Schema | None = None,
-    commit_metadata: Mapping[str, Any] | None = None,
-    options: WriteOptions = DEFAULT_OPTIONS,
-    known_fingerprint: Fingerprint | None = None,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """Append ``data`` as batch ``version`` of ``app_id`` unless it already committed.
 
-    ``options``: the table configuration and writer properties of a table-creating write,
-    and ``evolve_schema`` (new columns are added to the table; stored rows read null).
+    ``commit.options``: the table configuration and writer properties of a table-creating
+    write, and ``evolve_schema`` (new columns are added to the table; stored rows read null).
 
     The check reads ``transaction_version`` from a fresh snapshot on every
     attempt. Versions must grow by one per batch of one app id; use an app id per
@@ -73,11 +64,10 @@ def append_exactly_once(
     rows = to_arrow(data)
     if schema is not None:
         rows = conform(rows, schema)
-    batch_fp = known_fingerprint or fingerprint(rows)
+    batch_fp = commit.fingerprint_of(rows)
     txn = Transaction(app_id=app_id, version=version)
-    properties = commit_properties(
-        {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}, [txn]
-    )
+    properties = commit.properties({"idem.fingerprint": str(batch_fp)}, txn)
+    options = commit.options
 
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table

@@ -23,15 +23,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from deltalake import DeltaTable, WriterProperties, write_deltalake
+from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
-from idem_assets.lake.commits import Attempt, commit_retried
-from idem_assets.lake.fingerprint import Fingerprint, fingerprint
+from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
+from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.predicates import Condition, Range, all_of, conjunction, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import LakeTable, commit_properties, read_rows, table_schema
+from idem_assets.lake.tables import LakeTable, WriteOptions, read_rows, table_schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -161,41 +161,29 @@ def merge_by_clauses(
     *,
     scope: Sequence[Condition] = (),
     partition_by: Sequence[str] = (),
-    commit_metadata: Mapping[str, Any] | None = None,
-    writer_properties: WriterProperties | None = None,
-    table_config: Mapping[str, str] | None = None,
-    known_fingerprint: Fingerprint | None = None,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """Merge ``rows`` into the table by ``merge``'s clauses; no commit when nothing changes.
 
     ``scope`` is the output's partitions: it narrows the MERGE to them (and the "not
     matched by source" clauses to them). A missing table is created holding what the
-    clauses would insert into an empty one, in one commit.
+    clauses would insert into an empty one, in one commit. ``commit.options``: the writer
+    properties, and the table configuration of a table-creating write.
     """
-    batch_fp = known_fingerprint or fingerprint(rows)
-    metadata = {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}
+    batch_fp = commit.fingerprint_of(rows)
+    properties = commit.properties({"idem.fingerprint": str(batch_fp)})
+    options, writer = commit.options, commit.options.writer()
 
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table
         if table is None:
-            return _create(
-                attempt,
-                rows,
-                merge,
-                partition_by,
-                metadata,
-                writer_properties,
-                table_config,
-                batch_fp,
-            )
+            return _create(attempt, rows, merge, partition_by, properties, options, batch_fp)
         _check_columns(rows, table, merge)
         if merge.planned():
-            return _planned(
-                attempt, table, rows, merge, scope, metadata, writer_properties, batch_fp
-            )
+            return _planned(attempt, table, rows, merge, scope, properties, writer, batch_fp)
         crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
         before = table.version()
-        stats = _execute(table, rows, merge, scope, metadata, writer_properties)
+        stats = _execute(table, rows, merge, scope, properties, writer)
         return _result(attempt, before, stats, batch_fp)
 
     return commit_retried(target, STRATEGY, once)
@@ -206,9 +194,8 @@ def _create(
     rows: pa.Table,
     merge: ClauseMerge,
     partition_by: Sequence[str],
-    metadata: Mapping[str, Any],
-    writer_properties: WriterProperties | None,
-    table_config: Mapping[str, str] | None,
+    properties: CommitProperties,
+    options: WriteOptions,
     batch_fp: Fingerprint,
 ) -> WriteResult:
     """A first merge: the rows an empty table would take, as its first version."""
@@ -231,9 +218,9 @@ def _create(
         mode="error",
         partition_by=list(partition_by) or None,
         storage_options=target.options(),
-        commit_properties=commit_properties(metadata),
-        configuration=dict(table_config) if table_config else None,
-        writer_properties=writer_properties,
+        commit_properties=properties,
+        configuration=options.configuration(),
+        writer_properties=options.writer(),
     )
     if first.num_rows or not inserts:
         return attempt.inserted(
@@ -250,7 +237,7 @@ def _create(
     # The rest of this try merges into the (empty) table it just created.
     created = replace(attempt, table=target.open())
     assert created.table is not None
-    stats = _execute(created.table, rows, merge, (), metadata, writer_properties)
+    stats = _execute(created.table, rows, merge, (), properties, options.writer())
     return _result(created, 0, stats, batch_fp)
 
 
@@ -281,7 +268,7 @@ def _planned(
     rows: pa.Table,
     merge: ClauseMerge,
     scope: Sequence[Condition],
-    metadata: Mapping[str, Any],
+    properties: CommitProperties,
     writer_properties: WriterProperties | None,
     batch_fp: Fingerprint,
 ) -> WriteResult:
@@ -313,7 +300,7 @@ def _planned(
         merge_schema=merge.merge_schema,
         error_on_type_mismatch=merge.error_on_type_mismatch,
         writer_properties=writer_properties,
-        commit_properties=commit_properties(metadata),
+        commit_properties=properties,
     )
     if "when_matched_update_all" in kinds:
         merger = merger.when_matched_update_all(predicate=f"{op} = '{_UPDATE}'", except_cols=[_OP])
@@ -441,7 +428,7 @@ def _execute(
     rows: pa.Table,
     merge: ClauseMerge,
     scope: Sequence[Condition],
-    metadata: Mapping[str, Any],
+    properties: CommitProperties,
     writer_properties: WriterProperties | None,
 ) -> dict[str, Any]:
     """The configured MERGE as delta-rs runs it, narrowed to ``scope``."""
@@ -460,7 +447,7 @@ def _execute(
         merge_schema=merge.merge_schema,
         error_on_type_mismatch=merge.error_on_type_mismatch,
         writer_properties=writer_properties,
-        commit_properties=commit_properties(metadata),
+        commit_properties=properties,
     )
     for clause in merge.clauses:
         predicate = clause.predicate

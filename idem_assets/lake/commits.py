@@ -1,18 +1,76 @@
-"""One try of a write, decided on a fresh snapshot and tried again when it lost a race."""
+"""What a write commits with, and one try of a write, decided on a fresh snapshot and tried
+again when it lost a race."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar, Unpack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from deltalake import DeltaTable
+from deltalake import CommitProperties, DeltaTable, Transaction
 
-from idem_assets.lake.fingerprint import Fingerprint
+from idem_assets.lake.fingerprint import Fingerprint, PendingFingerprint, fingerprint, resolve
 from idem_assets.lake.result import Proof, RowCounts, WriteResult
-from idem_assets.lake.tables import LakeTable, with_commit_retries
+from idem_assets.lake.tables import (
+    DEFAULT_OPTIONS,
+    LakeTable,
+    WriteOptions,
+    commit_properties,
+    with_commit_retries,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """What a write commits with besides its rows: the commit's metadata, how its files are
+    written and its table created, the rows' fingerprint when the caller already has it,
+    and a Delta txn (app id, version) for the commit to record.
+
+    A writer applies what concerns it (its docstring says which): the Spark writers and
+    ``overwrite_stream`` fingerprint the rows themselves and take no ``options``; the Spark
+    overwrite and merge skip a write whose ``txn`` the table has recorded, the others record
+    it.
+    """
+
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    options: WriteOptions = DEFAULT_OPTIONS
+    # Of the rows as the writer writes them (conformed, deduplicated): it is trusted.
+    fingerprint: Fingerprint | PendingFingerprint | None = None
+    txn: Transaction | None = None
+
+    def with_metadata(self, entries: Mapping[str, Any]) -> Commit:
+        """This commit with ``entries`` added to its metadata (replacing equal keys)."""
+        return dataclasses.replace(self, metadata={**self.metadata, **entries})
+
+    def with_fingerprint(self, known: Fingerprint | PendingFingerprint) -> Commit:
+        """This commit for rows whose fingerprint is ``known``."""
+        return dataclasses.replace(self, fingerprint=known)
+
+    def fingerprint_of(self, rows: pa.Table) -> Fingerprint:
+        """The fingerprint of ``rows``: the known one, else hashed now."""
+        return fingerprint(rows) if self.fingerprint is None else resolve(self.fingerprint)
+
+    def pending_fingerprint(self, rows: pa.Table) -> Fingerprint | PendingFingerprint:
+        """The fingerprint of ``rows``: the known one, else hashed on another thread."""
+        return PendingFingerprint(rows) if self.fingerprint is None else self.fingerprint
+
+    def properties(
+        self, extra: Mapping[str, Any] | None = None, txn: Transaction | None = None
+    ) -> CommitProperties:
+        """delta-rs commit properties (``commit_properties``): the metadata with ``extra``,
+        and this commit's txn with the writer's own ``txn``."""
+        txns = [t for t in (self.txn, txn) if t is not None]
+        return commit_properties({**self.metadata, **(extra or {})}, txns)
+
+
+# A commit with no metadata, the default options, no known fingerprint and no txn.
+DEFAULT_COMMIT = Commit()
 
 
 @dataclass(frozen=True)

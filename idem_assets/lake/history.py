@@ -23,15 +23,15 @@ at its ``valid_from``) and applies only the differences in one MERGE on (key, va
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
-from idem_assets.lake.commits import Attempt, commit_retried
+from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.dedupe import DELETE_FLAG, survivor_sort
 from idem_assets.lake.fingerprint import fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
@@ -43,7 +43,6 @@ from idem_assets.lake.tables import (
     DEFAULT_OPTIONS,
     LakeTable,
     check_columns,
-    commit_properties,
     rows_of_keys,
     table_schema,
 )
@@ -179,11 +178,12 @@ def merge_history(
     version_column: str,
     delete_column: tuple[str, object] | None = None,
     prune_columns: Sequence[str] = (),
-    commit_metadata: Mapping[str, Any] | None = None,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """Add the events of ``data`` to the history ``target`` (the rule: module docstring).
     ``prune_columns``: columns fixed for a key whose batch ``[min, max]`` limits the files
-    read and merged.
+    read and merged. Of ``commit`` it takes the metadata, txn and fingerprint: a history
+    table is created and written without ``options``.
 
     The batch's deletes are stored beside the table first. Each attempt reads the stored
     deletes and rows of the batch's keys, so a writer that lost a race re-plans from the
@@ -193,8 +193,8 @@ def merge_history(
     """
     key = list(key)
     rows = to_arrow(data)
-    content = fingerprint(rows)
-    metadata = {**(commit_metadata or {}), "idem.fingerprint": str(content)}
+    content = commit.fingerprint_of(rows)
+    properties = commit.properties({"idem.fingerprint": str(content)})
     ranges = pruning_ranges(rows, prune_columns)
     events = batch_events(rows, key, version_column, delete_column)
     keys = events.select(key).unique()
@@ -219,13 +219,13 @@ def merge_history(
                 conform(plan.inserts.to_arrow(), plan.schema),
                 mode="error",
                 storage_options=target.options(),
-                commit_properties=commit_properties(metadata),
+                commit_properties=properties,
             )
             return attempt.inserted(0, plan.inserts.height, content, details=details)
         if plan.changes == 0:
             return attempt.unchanged(content, proof=Proof.CONTENT, details=details)
         crash_point(f"lake.history_planned/{target.uri.rsplit('/', 1)[-1]}")
-        metrics = _execute(table, plan, key, metadata, ranges)
+        metrics = _execute(table, plan, key, properties, ranges)
         return attempt.written(
             table.version(),
             plan.changes,
@@ -251,7 +251,7 @@ def _execute(
     table: DeltaTable,
     plan: HistoryPlan,
     key: Sequence[str],
-    metadata: Mapping[str, Any],
+    properties: CommitProperties,
     ranges: Sequence[Range] = (),
 ) -> dict[str, Any]:
     """Apply ``plan`` in one MERGE on (key, valid_from): removals flagged, the rest upserted."""
@@ -282,7 +282,7 @@ def _execute(
             predicate=on,
             source_alias=_SOURCE,
             target_alias=_TARGET,
-            commit_properties=commit_properties(metadata),
+            commit_properties=properties,
         )
         .when_matched_delete(predicate=gone)
         .when_matched_update(updates=assignments, predicate=f"NOT {gone}")

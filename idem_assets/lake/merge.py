@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
-from idem_assets.lake.commits import Attempt, commit_retried
+from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.dedupe import DELETE_FLAG, DedupeResult, dedupe_newest, survivors
-from idem_assets.lake.fingerprint import Fingerprint, fingerprint
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
 from idem_assets.lake.predicates import Range, all_of, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import (
-    DEFAULT_OPTIONS,
-    LakeTable,
-    WriteOptions,
-    commit_properties,
-    read_rows,
-    rows_of_keys,
-    table_schema,
-)
+from idem_assets.lake.tables import LakeTable, read_rows, rows_of_keys, table_schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -124,17 +115,14 @@ def plan_merge(
 
 def merge_upsert(
     target: LakeTable,
-    data: FrameLike,
+    data: FrameLike | DedupeResult,
     key: Sequence[str],
     *,
     version_column: str | None = None,
     partition_column: str | None = None,
     prune_columns: Sequence[str] = (),
     schema: pa.Schema | None = None,
-    commit_metadata: Mapping[str, Any] | None = None,
-    deduplicated: DedupeResult | None = None,
-    known_fingerprint: Fingerprint | None = None,
-    options: WriteOptions = DEFAULT_OPTIONS,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """Upsert ``data`` into the table on ``key``; newest ``version_column`` wins.
 
@@ -143,21 +131,26 @@ def merge_upsert(
     sent at all, so a rerun commits nothing. The MERGE predicate carries the
     batch's literal ``[min, max]`` of ``prune_columns`` so untouched files are
     skipped, and its update guard re-checks versions in case the table moved
-    between planning and commit. ``options``: the table configuration of a
+    between planning and commit. ``commit.options``: the table configuration of a
     table-creating write.
+
+    ``data`` may be a ``dedupe_newest`` result: a caller that already deduplicated (the
+    IO manager) passes it, and its rows are merged as they are.
     """
-    rows = to_arrow(data)
-    if schema is not None:
-        rows = conform(rows, schema)
-    # A caller that already deduplicated (the IO manager) passes its result along.
-    deduped = deduplicated or dedupe_newest(rows, key, version_column, sort_by=prune_columns)
+    if isinstance(data, DedupeResult):
+        deduped = data
+    else:
+        rows = to_arrow(data)
+        if schema is not None:
+            rows = conform(rows, schema)
+        deduped = dedupe_newest(rows, key, version_column, sort_by=prune_columns)
     batch = deduped.rows
-    batch_fp = known_fingerprint or fingerprint(batch)
+    batch_fp = commit.fingerprint_of(batch)
     extra = {
         "duplicates_dropped": deduped.duplicates_dropped,
         "conflicting_keys": deduped.conflicting_keys,
     }
-    metadata = {**(commit_metadata or {}), "idem.fingerprint": str(batch_fp)}
+    properties = commit.properties({"idem.fingerprint": str(batch_fp)})
 
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table
@@ -168,15 +161,15 @@ def merge_upsert(
                 mode="error",
                 partition_by=[partition_column] if partition_column else None,
                 storage_options=target.options(),
-                commit_properties=commit_properties(metadata),
-                configuration=options.configuration(),
+                commit_properties=properties,
+                configuration=commit.options.configuration(),
             )
             return attempt.inserted(0, batch.num_rows, batch_fp, details=extra)
         plan = plan_merge(table, batch, key, version_column, prune_columns)
         if plan.changes == 0:
             return attempt.unchanged(batch_fp, proof=Proof.CONTENT, details=extra)
         crash_point(f"lake.merge_planned/{target.uri.rsplit('/', 1)[-1]}")
-        metrics = _execute(table, plan, key, version_column, prune_columns, metadata)
+        metrics = _execute(table, plan, key, version_column, prune_columns, properties)
         return attempt.written(
             table.version(),
             plan.changes,
@@ -199,7 +192,7 @@ def _execute(
     key: Sequence[str],
     version_column: str | None,
     prune_columns: Sequence[str],
-    metadata: Mapping[str, Any],
+    properties: CommitProperties,
 ) -> dict[str, Any]:
     source = plan.winners.to_arrow()
     columns = table_schema(table).names
@@ -224,7 +217,7 @@ def _execute(
             predicate=on,
             source_alias=_SOURCE,
             target_alias=_TARGET,
-            commit_properties=commit_properties(metadata),
+            commit_properties=properties,
         )
         .when_matched_update(updates=assignments, predicate=guard)
         .when_not_matched_insert(updates=assignments)
@@ -336,19 +329,19 @@ def merge_changes(
     delete_column: tuple[str, object],
     tombstones: pa.Table | Callable[[], pa.Table | None] | None = None,
     prune_columns: Sequence[str] = (),
-    commit_metadata: Mapping[str, Any] | None = None,
-    options: WriteOptions = DEFAULT_OPTIONS,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> tuple[WriteResult, pa.Table]:
     """Upserts and deletes of ``data`` in one MERGE, ordered by ``version_column``; the
     result and the tombstones to keep for the next load (``tombstones`` ∪ this batch's).
 
     ``tombstones`` may be a function: it is called again in every attempt, so a writer
     that lost a race sees the deletes the winner stored before committing.
+    ``commit.options``: the table configuration of a table-creating write.
     """
     key = list(key)
     rows = to_arrow(data)
-    content = fingerprint(rows)
-    metadata = {**(commit_metadata or {}), "idem.fingerprint": str(content)}
+    content = commit.fingerprint_of(rows)
+    properties = commit.properties({"idem.fingerprint": str(content)})
     found: list[pa.Table] = []
 
     def tombstones_then_table() -> DeltaTable | None:
@@ -370,8 +363,8 @@ def merge_changes(
                 changes.upserts.batch,
                 mode="error",
                 storage_options=target.options(),
-                commit_properties=commit_properties(metadata),
-                configuration=options.configuration(),
+                commit_properties=properties,
+                configuration=commit.options.configuration(),
             )
             return attempt.written(0, plan.batch.num_rows, content)
         if plan.changes == 0 and doomed.height == 0:
@@ -403,7 +396,7 @@ def merge_changes(
                 predicate=on,
                 source_alias=_SOURCE,
                 target_alias=_TARGET,
-                commit_properties=commit_properties(metadata),
+                commit_properties=properties,
             )
             .when_matched_delete(predicate=f"{flag} AND {v_s} >= {v_t}")
             .when_matched_update(updates=assignments, predicate=f"NOT {flag} AND ({guard})")
@@ -471,8 +464,7 @@ def merge_with_deletes(
     version_column: str,
     delete_column: tuple[str, object],
     prune_columns: Sequence[str] = (),
-    commit_metadata: Mapping[str, Any] | None = None,
-    options: WriteOptions = DEFAULT_OPTIONS,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """``merge_changes`` with its tombstones kept beside the table: the batch's deletes are
     stored first, then the MERGE reads them (again in each attempt). ``prune_columns``:
@@ -490,7 +482,6 @@ def merge_with_deletes(
         delete_column=delete_column,
         tombstones=stones.read,
         prune_columns=prune_columns,
-        commit_metadata=commit_metadata,
-        options=options,
+        commit=commit,
     )
     return result

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from deltalake import DeltaTable, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.change_data import replace_rows
-from idem_assets.lake.commits import Attempt, commit_retried
+from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import (
     Fingerprint,
     FingerprintAccumulator,
-    PendingFingerprint,
     fingerprint,
     fingerprints_by,
     resolve,
@@ -27,11 +26,8 @@ from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import commit_overwrite, discard_unless_committed, stage_batches
 from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import (
-    DEFAULT_OPTIONS,
     LakeTable,
-    WriteOptions,
     check_columns,
-    commit_properties,
     read_rows,
     slice_signature,
     table_schema,
@@ -95,10 +91,7 @@ def overwrite_slice(
     *,
     partition_by: Sequence[str] = (),
     schema: pa.Schema | None = None,
-    commit_metadata: Mapping[str, Any] | None = None,
-    skip_unchanged: bool = True,
-    known_fingerprint: Fingerprint | PendingFingerprint | None = None,
-    options: WriteOptions = DEFAULT_OPTIONS,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """Make the rows matching ``conditions`` be exactly ``data``, in one commit.
 
@@ -106,6 +99,8 @@ def overwrite_slice(
     already holds the same content nothing is committed. A concurrent writer that
     commits first makes this call re-read and re-decide. When the slice is empty there
     is nothing to compare with, so the fingerprint is only awaited after the commit.
+    ``commit.options``: the table configuration and writer properties, ``evolve_schema``
+    (new columns are added to the table) and a change feed's ``change_key``.
     """
     conditions = tuple(conditions)
     if not conditions:
@@ -114,8 +109,9 @@ def overwrite_slice(
     if schema is not None:
         rows = conform(rows, schema)
     check_within(rows, conditions)
-    pending = known_fingerprint or PendingFingerprint(rows)
-    properties = commit_properties(dict(commit_metadata or {}))
+    pending = commit.pending_fingerprint(rows)
+    properties = commit.properties()
+    options = commit.options
 
     def once(attempt: Attempt) -> WriteResult:
         count, details = rows.num_rows, None
@@ -137,12 +133,11 @@ def overwrite_slice(
         else:
             check_columns(rows, table, options)
             empty = slice_signature(table, conditions).startswith("0:")
-            if skip_unchanged and empty and rows.num_rows == 0:
+            if empty and rows.num_rows == 0:
                 # Nothing stored there and nothing to store: already the wanted state.
                 return attempt.unchanged(resolve(pending), proof=Proof.CONTENT)
-            compared = skip_unchanged and not empty
-            changed = changed_days(table, rows, conditions) if compared else None
-            if compared and (
+            changed = None if empty else changed_days(table, rows, conditions)
+            if not empty and (
                 not changed.days
                 if changed is not None
                 else fingerprint(read_rows(table, ranges=conditions)) == resolve(pending)
@@ -227,9 +222,7 @@ def overwrite_partitions(
     *,
     schema: pa.Schema | None = None,
     partitioned: bool = True,
-    commit_metadata: Mapping[str, Any] | None = None,
-    skip_unchanged: bool = True,
-    known_fingerprint: Fingerprint | PendingFingerprint | None = None,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """Make date partitions ``[start, end)`` hold exactly ``data``, in one commit.
 
@@ -242,9 +235,7 @@ def overwrite_partitions(
         [date_range(partition_column, start, end)],
         partition_by=[partition_column] if partitioned else (),
         schema=schema,
-        commit_metadata=commit_metadata,
-        skip_unchanged=skip_unchanged,
-        known_fingerprint=known_fingerprint,
+        commit=commit,
     )
 
 
@@ -256,8 +247,7 @@ def overwrite_stream(
     end: dt.date,
     *,
     schema: pa.Schema | None = None,
-    commit_metadata: Mapping[str, Any] | None = None,
-    skip_unchanged: bool = True,
+    commit: Commit = DEFAULT_COMMIT,
     unchanged: Callable[[DeltaTable, Fingerprint], bool] | None = None,
 ) -> WriteResult:
     """Make date partitions ``[start, end)`` hold exactly the stream's rows, in one commit.
@@ -269,7 +259,8 @@ def overwrite_stream(
     files, or deleted when the range already holds the same content (``unchanged`` may
     prove that cheaply, e.g. from a checkpoint; else the stored slice is fingerprinted
     file by file). A row outside the range or a failing source leaves nothing behind; a
-    lost commit race re-decides on the new snapshot with the same staged files.
+    lost commit race re-decides on the new snapshot with the same staged files. Of
+    ``commit`` it takes the metadata and txn: the stream is fingerprinted as it arrives.
     """
     rng = date_range(partition_column, start, end)
     table = target.open()
@@ -290,11 +281,11 @@ def overwrite_stream(
 
     staged = stage_batches(target, checked(), schema, partition_column)
     new_fp = accumulator.result()
-    properties = commit_properties(dict(commit_metadata or {}))
+    properties = commit.properties()
 
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table
-        if table is not None and skip_unchanged:
+        if table is not None:
             proven = (
                 Proof.CHECKPOINT
                 if unchanged is not None and unchanged(table, new_fp)

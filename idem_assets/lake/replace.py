@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from deltalake import write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.change_data import replace_rows
-from idem_assets.lake.commits import Attempt, commit_retried
-from idem_assets.lake.fingerprint import Fingerprint, PendingFingerprint, fingerprint, resolve
+from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
+from idem_assets.lake.fingerprint import fingerprint, resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import (
-    DEFAULT_OPTIONS,
-    LakeTable,
-    WriteOptions,
-    check_columns,
-    commit_properties,
-    read_rows,
-)
+from idem_assets.lake.tables import LakeTable, check_columns, read_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -36,15 +28,15 @@ def replace_table(
     data: FrameLike,
     *,
     schema: pa.Schema | None = None,
-    commit_metadata: Mapping[str, Any] | None = None,
     allow_empty: bool = False,
-    known_fingerprint: Fingerprint | None = None,
-    options: WriteOptions = DEFAULT_OPTIONS,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """Make the table hold exactly ``data`` in one commit; readers never see it empty.
 
     An empty replacement is refused unless ``allow_empty``: an empty snapshot is
-    far more often a broken export than a real empty catalog.
+    far more often a broken export than a real empty catalog. ``commit.options``: the
+    table configuration and writer properties, ``evolve_schema`` (the output's columns
+    replace the table's) and a change feed's ``change_key``.
     """
     rows = to_arrow(data)
     if schema is not None:
@@ -55,8 +47,9 @@ def replace_table(
             "if the source really is empty"
         )
     # Hashed beside the write: a new table needs the fingerprint only after its commit.
-    pending = known_fingerprint or PendingFingerprint(rows)
-    properties = commit_properties(dict(commit_metadata or {}))
+    pending = commit.pending_fingerprint(rows)
+    properties = commit.properties()
+    options = commit.options
 
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table

@@ -15,7 +15,14 @@ from deltalake import write_deltalake
 from deltalake.exceptions import DeltaError
 
 from idem_assets._lazy import lazy_module
-from idem_assets.lake import LakeTable, OneOf, WriteResult, append_exactly_once, overwrite_slice
+from idem_assets.lake import (
+    Commit,
+    LakeTable,
+    OneOf,
+    WriteResult,
+    append_exactly_once,
+    overwrite_slice,
+)
 from idem_assets.lake.predicates import Condition, date_range
 from idem_assets.lake.tables import commit_properties, is_conflict
 from idem_assets.landing.contract import SourceContract
@@ -65,7 +72,7 @@ def replace_quarantine(
         quarantine_conditions(contract, window),
         partition_by=list(QUARANTINE_PARTITIONS),
         schema=quarantine_schema(),
-        commit_metadata=quarantine_commit_metadata({"idem.source": contract.name}),
+        commit=Commit(quarantine_commit_metadata({"idem.source": contract.name})),
     )
     return result.version
 
@@ -81,7 +88,7 @@ def append_quarantine(
         app_id,
         version,
         schema=quarantine_schema(),
-        commit_metadata=quarantine_commit_metadata(entries),
+        commit=Commit(quarantine_commit_metadata(entries)),
     )
 
 

@@ -10,25 +10,20 @@ commit properties of the engine's writes, and the errors a failed Spark action r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from deltalake import CommitProperties, Transaction
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 
+from idem_assets.lake.commits import Commit
 from idem_assets.lake.fingerprint import Fingerprint
-from idem_assets.lake.tables import commit_properties
 
 # What a failed Spark action raises on the driver.
 SPARK_ERRORS = (CapturedException, Py4JJavaError)
 
 
 def properties_for(
-    metadata: Mapping[str, Any] | None, fingerprint: Fingerprint, txn: Transaction | None
+    commit: Commit, fingerprint: Fingerprint, txn: Transaction | None = None
 ) -> CommitProperties:
-    """Commit properties: caller metadata, the fingerprint, the txn, delta-rs retries off."""
-    return commit_properties(
-        {**(metadata or {}), "idem.fingerprint": str(fingerprint), "idem.engine": "spark"},
-        [txn] if txn else [],
-    )
+    """Commit properties: the commit's metadata and txn, the fingerprint of the staged
+    files, the writer's own ``txn``, delta-rs retries off."""
+    return commit.properties({"idem.fingerprint": str(fingerprint), "idem.engine": "spark"}, txn)

@@ -14,18 +14,17 @@ stored row; a winning delete is no row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable, Transaction
+from deltalake import DeltaTable
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
-from idem_assets.lake.commits import Attempt, commit_retried
+from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.dedupe import DELETE_FLAG
 from idem_assets.lake.delta_log import removes, require_plain_table
 from idem_assets.lake.result import Proof, WriteResult
@@ -174,8 +173,7 @@ def merge_partitions_spark(
     partition_column: str | None,
     *,
     schema: pa.Schema,
-    commit_metadata: Mapping[str, Any] | None = None,
-    txn: Transaction | None = None,
+    commit: Commit = DEFAULT_COMMIT,
     delete_column: tuple[str, object] | None = None,
 ) -> WriteResult:
     """Upsert ``df`` on ``key`` (newest ``version_column`` wins), rewriting changed partitions.
@@ -184,7 +182,8 @@ def merge_partitions_spark(
     rows are all stored or older, commits nothing. The partition of a key must not change
     between versions (it is derived from the key's identity, e.g. ``event_date``), as with
     the local merge's partition pruning. ``partition_column=None`` treats the whole table
-    as one partition.
+    as one partition. ``commit.txn`` adds a Delta (app id, version) and skips the merge if
+    that version is already committed.
 
     ``delete_column`` ``(column, marker)``: rows whose ``column`` equals ``marker`` delete
     their key, ordered by version like updates (at one version a delete wins), as the local
@@ -202,7 +201,8 @@ def merge_partitions_spark(
     )
     batch_fp, details, touched = batch.fingerprint, batch.details, batch.touched
     schema = batch.schema  # the table's: a delete marker is read, never stored
-    properties = properties_for(commit_metadata, batch_fp, txn)
+    txn = commit.txn
+    properties = properties_for(commit, batch_fp)
     cluster_by = list(key)
 
     def once(attempt: Attempt) -> WriteResult:

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StreamingQuery
 
+from idem_assets.lake.commits import Commit
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable
 from idem_assets.landing.contract import SourceContract
@@ -114,7 +115,7 @@ class StreamSink:
                 batch_id,
                 schema=self.schema,
                 partition_column=self.partition_column,
-                commit_metadata={"idem.stream": self.app_id},
+                commit=Commit({"idem.stream": self.app_id}),
             )
             if self.quarantine is not None:
                 rejected = judged.filter(F.col(KIND) == QUARANTINED).select(

@@ -8,8 +8,7 @@ driver handles only file metadata and a few counts; see docs/spark.md for the pr
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pyarrow as pa
 from deltalake import DeltaTable, Transaction
@@ -17,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from idem_assets.lake.append import already_committed
-from idem_assets.lake.commits import Attempt, commit_retried
+from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
@@ -79,19 +78,18 @@ def overwrite_partitions_spark(
     end: dt.date,
     *,
     schema: pa.Schema,
-    commit_metadata: Mapping[str, Any] | None = None,
-    txn: Transaction | None = None,
+    commit: Commit = DEFAULT_COMMIT,
     cluster_by: Sequence[str] = (),
-    skip_unchanged: bool = True,
 ) -> WriteResult:
     """Make date partitions ``[start, end)`` hold exactly ``df``, in one Delta commit.
 
     Executors write the files into the table location; a row outside the range fails
     the write before any commit. If the slice already holds the same content (fingerprints
     of the staged files and of the stored slice, both streamed in flat driver memory) the
-    staged files are deleted and nothing is committed. ``txn`` adds a Delta (app id,
-    version) and skips the write if that version is already committed.
+    staged files are deleted and nothing is committed. ``commit.txn`` adds a Delta (app
+    id, version) and skips the write if that version is already committed.
     """
+    txn = commit.txn
     rng = date_range(partition_column, start, end)
     rows = conform_spark(df, schema)
     table = target.open()
@@ -110,13 +108,13 @@ def overwrite_partitions_spark(
         require_plain_table(table, partition_column, schema)  # before any file is written
     staged = _stage_within(rows, target, schema, rng, cluster_by)
     new_fp = staged.fingerprint(schema)
-    properties = properties_for(commit_metadata, new_fp, txn)
+    properties = properties_for(commit, new_fp)
     details = {"engine": "spark", "files_added": len(staged.files), "staging": staged.folder}
 
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table
         if already_committed(table, txn) is not None or (
-            table is not None and skip_unchanged and _unchanged(table, rng, new_fp)
+            table is not None and _unchanged(table, rng, new_fp)
         ):
             staged.discard()
             return attempt.unchanged(new_fp, proof=Proof.CONTENT, details={"engine": "spark"})
@@ -144,7 +142,7 @@ def append_spark(
     *,
     schema: pa.Schema,
     partition_column: str | None = None,
-    commit_metadata: Mapping[str, Any] | None = None,
+    commit: Commit = DEFAULT_COMMIT,
 ) -> WriteResult:
     """Append ``df`` as batch ``version`` of ``app_id`` unless that version is committed.
 
@@ -173,7 +171,7 @@ def append_spark(
         require_plain_table(table, partition_column, schema)  # before any file is written
     staged = stage(rows, target, schema, partition_column)
     batch_fp = staged.fingerprint(schema)
-    properties = properties_for(commit_metadata, batch_fp, txn)
+    properties = properties_for(commit, batch_fp, txn)
 
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, Tracker
 from idem_assets.checkpoint.erasures import ErasureLedger
-from idem_assets.lake import LakeTable, append_exactly_once, txn_version
+from idem_assets.lake import Commit, LakeTable, append_exactly_once, txn_version
 from idem_assets.landing.files import Landing
 from idem_assets.landing.quarantine import append_quarantine
 from idem_assets.landing.store import landing_root
@@ -160,7 +160,7 @@ class StreamIngester:
                 self.source.app_id,
                 plan.seq,
                 schema=self.source.schema,
-                commit_metadata=batch_metadata(self.source, built),
+                commit=Commit(batch_metadata(self.source, built)),
             )
             if not result.committed:
                 # A holder whose lease had run out committed it first: only bookkeeping is left.

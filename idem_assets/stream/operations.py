@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from idem_assets.checkpoint import CheckpointStore, InvalidTransition, Status
 from idem_assets.checkpoint.leases import lease_live
-from idem_assets.lake import LakeTable, append_exactly_once
+from idem_assets.lake import Commit, LakeTable, append_exactly_once
 from idem_assets.landing.files import Discovery, Landing, listing_hint
 from idem_assets.landing.store import LandingObject, landing_root
 from idem_assets.stream.batch import (
@@ -152,13 +152,15 @@ def _fence(source: StreamSource, table: LakeTable, plan: BatchPlan, reason: str)
         source.app_id,
         plan.seq,
         schema=source.schema,
-        commit_metadata={
-            META_STREAM: source.name,
-            META_BATCH: plan.seq,
-            META_SIGNATURE: plan.signature,
-            META_QUARANTINED: 0,
-            META_ABANDONED: reason[:_MAX_REASON_CHARS],
-        },
+        commit=Commit(
+            {
+                META_STREAM: source.name,
+                META_BATCH: plan.seq,
+                META_SIGNATURE: plan.signature,
+                META_QUARANTINED: 0,
+                META_ABANDONED: reason[:_MAX_REASON_CHARS],
+            }
+        ),
     )
     if fence.committed:
         return

@@ -12,7 +12,7 @@ from dagster_deltalake import S3Config
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
-from idem_assets.lake import LakeTable, fingerprint, overwrite_partitions, read_rows
+from idem_assets.lake import Commit, LakeTable, fingerprint, overwrite_partitions, read_rows
 from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets.sample.generator import generate
 from idem_assets.sample.sources import ORDERS
@@ -130,7 +130,7 @@ def _overwrite_day(uri: str, day: str, first_id: int, barrier) -> tuple[int, boo
         start,
         start + dt.timedelta(days=1),
         schema=ORDERS.schema,
-        commit_metadata={"writer": day},
+        commit=Commit({"writer": day}),
     )
     return result.version, result.committed
 

@@ -20,6 +20,7 @@ from idem_assets.checkpoint import open_store
 from idem_assets.lake import (
     ChangeFeed,
     ChangeFeedDisabledError,
+    Commit,
     LakeTable,
     Proof,
     WriteOptions,
@@ -95,15 +96,16 @@ UPSERTED = {
 
 def _overwrite(key: tuple[str, ...]) -> Callable[[LakeTable, pa.Table], object]:
     def write(target: LakeTable, rows: pa.Table) -> object:
-        options = WriteOptions(table_config=CDF, change_key=key)
+        commit = Commit(options=WriteOptions(table_config=CDF, change_key=key))
         whole = [date_range("day", D1, D3)]
-        return overwrite_slice(target, rows, whole, partition_by=["day"], options=options)
+        return overwrite_slice(target, rows, whole, partition_by=["day"], commit=commit)
 
     return write
 
 
 def _replace(target: LakeTable, rows: pa.Table) -> object:
-    return replace_table(target, rows, options=WriteOptions(table_config=CDF, change_key=("id",)))
+    commit = Commit(options=WriteOptions(table_config=CDF, change_key=("id",)))
+    return replace_table(target, rows, commit=commit)
 
 
 def _stream(target: LakeTable, rows: pa.Table) -> object:
@@ -140,7 +142,7 @@ def _upsert(target: LakeTable, rows: pa.Table) -> object:
         ["id"],
         version_column="updated",
         partition_column="day",
-        options=WriteOptions(table_config=CDF),
+        commit=Commit(options=WriteOptions(table_config=CDF)),
     )
 
 
@@ -167,7 +169,7 @@ def _with_deletes(target: LakeTable, rows: pa.Table) -> object:
         ["id"],
         version_column="updated",
         delete_column=(OP, "D"),
-        options=WriteOptions(table_config=CDF),
+        commit=Commit(options=WriteOptions(table_config=CDF)),
     )
 
 
@@ -237,12 +239,12 @@ def test_a_repeated_row_is_counted_when_rows_have_no_key(tmp_path: Path):
 
 def test_appends_feed_their_rows_and_a_replayed_txn_feeds_nothing(tmp_path: Path):
     target = LakeTable(str(tmp_path / "t"))
-    options = WriteOptions(table_config=CDF)
-    append_exactly_once(target, state(), "loader", 0, partition_column="day", options=options)
+    commit = Commit(options=WriteOptions(table_config=CDF))
+    append_exactly_once(target, state(), "loader", 0, partition_column="day", commit=commit)
     batch = state(changed=True).filter(pc.is_in(pc.field("id"), pa.array([5, 500, 1001])))
-    done = append_exactly_once(target, batch, "loader", 1, options=options)
+    done = append_exactly_once(target, batch, "loader", 1, commit=commit)
     assert feed_of(target, done.version) == [("insert", 5), ("insert", 500), ("insert", 1001)]
-    replay = append_exactly_once(target, batch, "loader", 1, options=options)
+    replay = append_exactly_once(target, batch, "loader", 1, commit=commit)
     assert not replay.committed and version(target) == done.version
 
 
@@ -272,10 +274,10 @@ def test_pending_on_a_missing_table_and_without_new_versions_is_empty(tmp_path: 
 
 def test_commits_that_change_no_rows_feed_nothing(tmp_path: Path):
     target = LakeTable(str(tmp_path / "t"))
-    options = WriteOptions(table_config=CDF)
+    commit = Commit(options=WriteOptions(table_config=CDF))
     for number, part in enumerate(state().to_batches(max_chunksize=50)):
         append_exactly_once(
-            target, part, f"part-{number}", 0, partition_column="day", options=options
+            target, part, f"part-{number}", 0, partition_column="day", commit=commit
         )
     with open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
         feed = ChangeFeed(store, "copy", target)
@@ -420,7 +422,7 @@ def _one_order(root: Path, days: list[pa.Table], seed: int) -> Outcome:
                 ["id"],
                 version_column="updated",
                 delete_column=(OP, "D"),
-                options=WriteOptions(table_config=CDF),
+                commit=Commit(options=WriteOptions(table_config=CDF)),
             )
             if result.committed and result.version > 0:
                 # Exactly the rows the load changed: inserted, updated or deleted.
@@ -468,7 +470,7 @@ def test_two_writers_at_once_keep_the_feed_exact(tmp_path: Path, seed: int):
             ["id"],
             version_column="updated",
             delete_column=(OP, "D"),
-            options=WriteOptions(table_config=CDF),
+            commit=Commit(options=WriteOptions(table_config=CDF)),
         )
 
     load(order[0])  # the table exists (with its feed) before writers race

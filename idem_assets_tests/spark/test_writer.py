@@ -11,6 +11,7 @@ from deltalake import DeltaTable, QueryBuilder, Transaction
 from pyspark.sql import functions as F
 
 from idem_assets.lake import (
+    Commit,
     LakeTable,
     PartitionMismatchError,
     dedupe_newest,
@@ -118,10 +119,10 @@ def test_rows_outside_the_range_are_refused_and_the_table_is_untouched(spark, tm
 def test_a_committed_txn_version_is_not_written_again(spark, tmp_path, orders):
     target = LakeTable(str(tmp_path / "orders"))
     txn = Transaction(app_id="orders-backfill", version=3)
-    first = _spark_overwrite(spark, target, orders, txn=txn)
+    first = _spark_overwrite(spark, target, orders, commit=Commit(txn=txn))
     assert first.committed and DeltaTable(target.uri).transaction_version("orders-backfill") == 3
     # Other rows under the same (app id, version): a replay, so nothing is staged or written.
-    replay = _spark_overwrite(spark, target, orders.slice(0, 10), txn=txn)
+    replay = _spark_overwrite(spark, target, orders.slice(0, 10), commit=Commit(txn=txn))
     assert not replay.committed and replay.details["txn_version"] == 3
     assert table_fingerprint(target) == fingerprint(orders)
     assert DeltaTable(target.uri).version() == 0

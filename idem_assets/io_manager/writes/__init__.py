@@ -47,7 +47,7 @@ from idem_assets.io_manager.writes.strategy import (
     Written,
     window_slice,
 )
-from idem_assets.lake import LakeTable, WriteOptions, WriteResult
+from idem_assets.lake import Commit, LakeTable, WriteOptions, WriteResult
 
 # Every kind of write, by name; the only place a write is chosen.
 STRATEGIES: Mapping[str, type[WriteStrategy]] = {
@@ -96,9 +96,8 @@ def write(
         spec.table or target.uri,
         target,
         window_slice(spec, window),
-        dict(commit_metadata or {}),
+        Commit(dict(commit_metadata or {}), strategy.options(options or WriteOptions())),
         None,
-        strategy.options(options or WriteOptions()),
     )
     return strategy.write(request, batch)
 

@@ -68,8 +68,6 @@ class Append(ModeStrategy):
             app_id,
             0,
             partition_column=self.plan.partition_by,
-            commit_metadata={**request.commit_metadata, APPEND_ID_KEY: app_id},
-            options=request.options,
-            known_fingerprint=content,
+            commit=request.commit.with_fingerprint(content).with_metadata({APPEND_ID_KEY: app_id}),
         )
         return dataclasses.replace(result, details={**result.details, "txn_app_id": app_id})

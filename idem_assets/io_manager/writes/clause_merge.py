@@ -25,8 +25,5 @@ class ClauseMerge(ModeStrategy):
             plan.merge,
             scope=plan.scope,
             partition_by=plan.partition_by,
-            commit_metadata=request.commit_metadata,
-            writer_properties=request.options.writer(),
-            table_config=plan.table_config,
-            known_fingerprint=batch.fingerprint,
+            commit=request.commit.with_fingerprint(batch.fingerprint),
         )

@@ -13,7 +13,6 @@ from idem_assets.io_manager.writes.strategy import ModeStrategy, WriteRequest
 from idem_assets.lake import Proof, WriteResult, fingerprint, read_rows
 from idem_assets.lake.append import create_with
 from idem_assets.lake.commits import Attempt, commit_retried
-from idem_assets.lake.tables import commit_properties
 
 
 class Create(ModeStrategy):
@@ -24,9 +23,7 @@ class Create(ModeStrategy):
     def write_rows(self, request: WriteRequest, batch: PreparedBatch) -> WriteResult:
         """Create the table; an existing one is left (ignore) or must hold the rows (error)."""
         plan, target, rows, content = self.plan, request.target, batch.rows, batch.fingerprint
-        properties = commit_properties(
-            {**request.commit_metadata, "idem.fingerprint": str(content)}
-        )
+        properties = request.commit.properties({"idem.fingerprint": str(content)})
 
         def once(attempt: Attempt) -> WriteResult:
             table = attempt.table
@@ -39,7 +36,7 @@ class Create(ModeStrategy):
                     f"mode='error': a Delta table already exists at {target.uri} and holds "
                     "other rows than this output; nothing was written"
                 )
-            create_with(target, rows, plan.partition_by, properties, request.options)
+            create_with(target, rows, plan.partition_by, properties, request.commit.options)
             return attempt.inserted(0, rows.num_rows, content)
 
         return commit_retried(target, plan.mode, once)

@@ -45,7 +45,7 @@ class History(SpecStrategy):
             version_column=spec.version_column,
             delete_column=self._delete_marker(),
             prune_columns=spec.prune_columns,
-            commit_metadata=request.commit_metadata,
+            commit=request.commit,
         )
 
     def write_spark(

@@ -52,20 +52,16 @@ class Merge(SpecStrategy):
                 version_column=spec.version_column,
                 delete_column=(spec.delete_column, spec.delete_value),
                 prune_columns=spec.prune_columns,
-                commit_metadata=request.commit_metadata,
-                options=request.options,
+                commit=request.commit,
             )
         return merge_upsert(
             request.target,
-            batch.rows,
+            batch.dedupe_result() if spec.dedupe else batch.rows,
             spec.natural_key,
             version_column=spec.version_column,
             partition_column=spec.partition_column,
             prune_columns=spec.prune_columns,
-            commit_metadata=request.commit_metadata,
-            deduplicated=batch.dedupe_result() if spec.dedupe else None,
-            known_fingerprint=batch.fingerprint,
-            options=request.options,
+            commit=request.commit.with_fingerprint(batch.fingerprint),
         )
 
     def write_spark(
@@ -84,7 +80,7 @@ class Merge(SpecStrategy):
             spec.version_column,
             spec.partition_column,
             schema=schema,
-            commit_metadata=request.commit_metadata,
+            commit=request.commit,
             delete_column=(
                 (spec.delete_column, spec.delete_value) if spec.delete_column is not None else None
             ),

@@ -66,9 +66,7 @@ class Overwrite(SpecStrategy):
             batch.rows,
             self.touched(covered, batch),
             partition_by=[c for c in partition_by if c],
-            commit_metadata=request.commit_metadata,
-            known_fingerprint=batch.fingerprint_job,
-            options=request.options,
+            commit=request.commit.with_fingerprint(batch.fingerprint_job),
         )
 
     def write_stream(
@@ -88,7 +86,7 @@ class Overwrite(SpecStrategy):
             start,
             end,
             schema=schema,
-            commit_metadata=request.commit_metadata,
+            commit=request.commit,
             unchanged=unchanged,
         )
 
@@ -116,7 +114,7 @@ class Overwrite(SpecStrategy):
             window.start,
             window.end,
             schema=schema,
-            commit_metadata=request.commit_metadata,
+            commit=request.commit,
             cluster_by=spec.natural_key,
         )
         return result, dropped, conflicts

@@ -28,8 +28,6 @@ class Replace(SpecStrategy):
         return replace_table(
             request.target,
             batch.rows,
-            commit_metadata=request.commit_metadata,
             allow_empty=self.spec.allow_empty,
-            known_fingerprint=batch.fingerprint,
-            options=request.options,
+            commit=request.commit.with_fingerprint(batch.fingerprint),
         )

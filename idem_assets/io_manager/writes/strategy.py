@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,6 +27,7 @@ from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.window import Window
 from idem_assets.io_manager.writes.rerun_equality import RerunComparison, compared, day_batch
 from idem_assets.lake import (
+    Commit,
     Fingerprint,
     LakeTable,
     Proof,
@@ -53,9 +54,9 @@ class WriteRequest:
     asset: str  # the output's table name in the lake (its write records' scope)
     target: LakeTable
     covered: PartitionSlice
-    commit_metadata: Mapping[str, Any]
+    # The write's metadata and options; each strategy adds the rows' fingerprint it has.
+    commit: Commit
     settled: SettledWrite | None
-    options: WriteOptions
 
 
 @dataclass(frozen=True)
