@@ -334,9 +334,12 @@ def merge_changes(
     """Upserts and deletes of ``data`` in one MERGE, ordered by ``version_column``; the
     result and the tombstones to keep for the next load (``tombstones`` ∪ this batch's).
 
-    ``tombstones`` may be a function: it is called again in every attempt, so a writer
-    that lost a race sees the deletes the winner stored before committing.
-    ``commit.options``: the table configuration of a table-creating write.
+    ``tombstones`` may be a function: it is called again in every attempt, after the
+    table is opened, so a writer that lost a race sees the deletes the winner stored
+    before committing: a delete committed after the table was opened fails this attempt's
+    commit (it is decided again on the newer table), and one committed before it had its
+    tombstone stored first, so it is read here. ``commit.options``: the table configuration
+    of a table-creating write.
     """
     key = list(key)
     rows = to_arrow(data)
@@ -344,12 +347,15 @@ def merge_changes(
     properties = commit.properties({"idem.fingerprint": str(content)})
     found: list[pa.Table] = []
 
-    def tombstones_then_table() -> DeltaTable | None:
-        # What each try plans on: the tombstones (kept in ``found`` for the caller to
-        # store), then the table.
+    def table_then_tombstones() -> DeltaTable | None:
+        # What each try plans on: the table, then the tombstones (kept in ``found`` for the
+        # caller to store). Read the other way round, a delete committed between the two
+        # reads would leave its key absent from the table and from the tombstones read,
+        # and an older upsert of it would be inserted on top of that newer table.
+        table = target.open()
         known = tombstones() if callable(tombstones) else tombstones
         found[:] = [tombstones_of(rows, key, version_column, delete_column, known)]
-        return target.open()
+        return table
 
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table
@@ -412,7 +418,7 @@ def merge_changes(
             details={"rows_deleted": int(metrics.get("num_target_rows_deleted", doomed.height))},
         )
 
-    result = commit_retried(target, STRATEGY, once, snapshot=tombstones_then_table)
+    result = commit_retried(target, STRATEGY, once, snapshot=table_then_tombstones)
     return result, found[0]
 
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from idem_assets.lake import read_rows
-from idem_assets.lake.merge import merge_changes, merge_with_deletes
+from idem_assets.lake.merge import Tombstones, merge_changes, merge_with_deletes
 from idem_assets.lake.tables import LakeTable
 
 KEY, VERSION, OP = "customer_id", "updated_at", "op"
@@ -165,6 +165,40 @@ def test_days_loaded_two_at_a_time_converge_to_the_reference(tmp_path, seed):
             list(pool.map(load, pair))
     stored = read_rows(target.open()).to_pylist()
     assert {row[KEY]: row for row in stored} == reference(days)
+
+
+def test_a_delete_committed_while_an_older_upsert_is_planned_still_wins(tmp_path):
+    """Writer B loads an older upsert of a key; between B's reads, writer A stores the key's
+    newer delete as a tombstone and commits it. B must not insert its older row on top."""
+    target = LakeTable(str(tmp_path / "lake"))
+    stones = Tombstones.beside(target, [KEY], VERSION)
+    marker = (OP, "D")
+    first = pa.table({KEY: [1, 2], VERSION: [1, 1], "segment": ["smb"] * 2, OP: ["U"] * 2})
+    delete = pa.table({KEY: [1], VERSION: [5], "segment": ["smb"], OP: ["D"]})
+    older = pa.table({KEY: [1], VERSION: [3], "segment": ["consumer"], OP: ["U"]})
+    merge_with_deletes(target, first, [KEY], version_column=VERSION, delete_column=marker)
+    reads: list[pa.Table | None] = []
+
+    def kept_deletes_then_a_delete_lands() -> pa.Table | None:
+        known = stones.read()
+        if not reads:  # B has read the kept deletes: A's whole write lands now
+            merge_with_deletes(target, delete, [KEY], version_column=VERSION, delete_column=marker)
+        reads.append(known)
+        return known
+
+    result, _ = merge_changes(
+        target,
+        older,
+        [KEY],
+        version_column=VERSION,
+        delete_column=marker,
+        tombstones=kept_deletes_then_a_delete_lands,
+    )
+    stored = {row[KEY]: row for row in read_rows(target.open()).to_pylist()}
+    assert stored == reference([first, delete, older]) == {2: stored[2]}
+    # B's first plan was made on the table before A's commit: its commit failed, and the
+    # second attempt, on the newer table and A's tombstone, had nothing to write.
+    assert (result.attempts, result.committed, len(reads)) == (2, False, 2)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
