@@ -372,7 +372,7 @@ def merge_changes(
                 commit_properties=properties,
                 configuration=commit.options.configuration(),
             )
-            return attempt.written(0, plan.batch.num_rows, content)
+            return attempt.inserted(0, plan.batch.num_rows, content)
         if plan.changes == 0 and doomed.height == 0:
             return attempt.unchanged(content, proof=Proof.CONTENT)
         schema = table_schema(table)

@@ -176,7 +176,8 @@ def test_a_delete_committed_while_an_older_upsert_is_planned_still_wins(tmp_path
     first = pa.table({KEY: [1, 2], VERSION: [1, 1], "segment": ["smb"] * 2, OP: ["U"] * 2})
     delete = pa.table({KEY: [1], VERSION: [5], "segment": ["smb"], OP: ["D"]})
     older = pa.table({KEY: [1], VERSION: [3], "segment": ["consumer"], OP: ["U"]})
-    merge_with_deletes(target, first, [KEY], version_column=VERSION, delete_column=marker)
+    created = merge_with_deletes(target, first, [KEY], version_column=VERSION, delete_column=marker)
+    assert (created.version, created.rows_inserted) == (0, 2)  # the first write creates it
     reads: list[pa.Table | None] = []
 
     def kept_deletes_then_a_delete_lands() -> pa.Table | None:
