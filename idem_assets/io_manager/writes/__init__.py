@@ -53,20 +53,17 @@ from idem_assets.lake import Commit, LakeTable, WriteOptions, WriteResult
 STRATEGIES: Mapping[str, type[WriteStrategy]] = {
     kind.name: kind for kind in (Overwrite, Merge, Replace, History, ClauseMerge, Append, Create)
 }
-# Which kind an ``idem/strategy`` and a dagster-delta mode ask for.
-_BY_STRATEGY = {name: name for name in ("overwrite", "merge", "replace", "history")}
+# Which kind each of dagster-delta's modes asks for (an ``idem/strategy`` names its own).
 _BY_MODE = {"merge": "clause_merge", "append": "append", "error": "create", "ignore": "create"}
 
 
 def strategy_for(spec: WriteSpec) -> SpecStrategy:
     """The strategy that writes ``spec``'s table (``append`` is a stream's own write)."""
-    name = _BY_STRATEGY.get(spec.strategy)
-    if name is None:
+    kind = STRATEGIES.get(spec.strategy)
+    if kind is None or not issubclass(kind, SpecStrategy):
         raise ValueError(
             f"strategy {spec.strategy!r} is written by its own asset, not the IO manager"
         )
-    kind = STRATEGIES[name]
-    assert issubclass(kind, SpecStrategy)
     return kind(spec)
 
 
