@@ -249,3 +249,11 @@ class ModeWrite:
         """What a settled write must match to vouch for this one: rows and configuration."""
         described = f"{self.mode}\n{self.merge.describe() if self.merge else ''}"
         return f"{content}|{hashlib.sha256(described.encode()).hexdigest()[:16]}"
+
+
+def tables_only(mode: str) -> str:
+    """Why an output in one of dagster-delta's modes cannot be a Spark DataFrame."""
+    return (
+        f"mode {mode!r} writes tables (pyarrow, polars, pandas); "
+        "a Spark DataFrame is written with mode 'overwrite'"
+    )

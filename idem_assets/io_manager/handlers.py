@@ -67,7 +67,7 @@ class _PreparedTable(PreparedOutput):
             conflicting_keys=batch.conflicting_keys,
             streamed=False,
         )
-        return Written(result, strategy.touched(request.covered, batch), counts, batch.rows.schema)
+        return Written(result, strategy.touched(request.covered, batch), counts)
 
 
 class StreamHandler(OutputHandler):

@@ -17,7 +17,7 @@ from idem_assets._lazy import lazy_module
 from idem_assets.checkpoint.heartbeat import lease_heartbeat
 from idem_assets.faults import crash_point
 from idem_assets.io_manager.config import DeltaIOManagerConfig
-from idem_assets.io_manager.delta_modes import WriteMode
+from idem_assets.io_manager.delta_modes import WriteMode, tables_only
 from idem_assets.io_manager.handlers import handed_over, handler_for
 from idem_assets.io_manager.inputs import read_input
 from idem_assets.io_manager.metadata import RowCounts, output_metadata
@@ -159,10 +159,7 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         mode = mode_of(setting(context, "mode") or self.mode)
         if mode in (WriteMode.merge, WriteMode.append, WriteMode.error, WriteMode.ignore):
             if output.rows is None or is_spark_frame(output.rows):
-                raise ValueError(
-                    f"mode {mode.value!r} writes tables (pyarrow, polars, pandas); "
-                    "a Spark DataFrame is written with mode 'overwrite'"
-                )
+                raise ValueError(tables_only(mode.value))
             plan, covered = mode_write(
                 context,
                 mode,

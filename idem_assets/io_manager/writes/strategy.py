@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from idem_assets.io_manager.batch import PreparedBatch, prepare
+from idem_assets.io_manager.delta_modes import tables_only
 from idem_assets.io_manager.erasure import erased_for, without_erased
 from idem_assets.io_manager.metadata import RowCounts
 from idem_assets.io_manager.noop import same_content
@@ -66,7 +67,6 @@ class Written:
     result: WriteResult
     touched: list[Condition]  # the part of the table the write could change (signed)
     counts: RowCounts
-    columns: pa.Schema | None = None  # the columns written, when the driver saw them
 
 
 class WriteStrategy(ABC):
@@ -291,7 +291,4 @@ class ModeStrategy(WriteStrategy):
 
     def local_only(self) -> str:
         """Modes write tables on the driver."""
-        return (
-            f"mode {self.plan.mode!r} writes tables (pyarrow, polars, pandas); "
-            "a Spark DataFrame is written with mode 'overwrite'"
-        )
+        return tables_only(self.plan.mode)
