@@ -80,7 +80,7 @@ def test_orders_checks_block_daily_sales():
     ]
     assert orders_checks
     # orders' value rules are WARN (they report, never block); every other check blocks.
-    warn_rules = {"amount_non_negative", "status_allowed"}
+    warn_rules = {"value_rules"}
     blocking = {key.name for key in orders_checks if repo.asset_graph.get_check_spec(key).blocking}
     assert blocking == {key.name for key in orders_checks} - warn_rules
     assert {"rerun_equality", "conservation", "quarantine_share"} <= blocking

@@ -51,7 +51,8 @@ class ValueRule:
 
     @property
     def name(self) -> str:
-        """The rule's check name: ``<column>_<kind>`` (e.g. ``status_allowed``)."""
+        """The rule's name in the ``value_rules`` check: ``<column>_<kind>``
+        (e.g. ``status_allowed``)."""
         return f"{self.column}_{self.kind}"
 
     def describe(self) -> str:

@@ -1,6 +1,7 @@
 """Which checks block: a source's ``blocking`` applies to the checks that can fail with
-ERROR; a check that can only warn (a WARN value rule) never blocks, in its spec and in
-every evaluation, so downstream assets run on a day that only warns."""
+ERROR; a check that can only warn (``value_rules`` of WARN rules only) never blocks, in its
+spec and in every evaluation, and ``value_rules`` fails with the severity of the most severe
+broken rule, so downstream assets run on a day that only warns."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from idem_assets_tests.harness import START, declared_definitions
 
 FEED = dg.AssetKey("feed")
 DOWNSTREAM = dg.AssetKey("feed_totals")
+RULES = "value_rules"
 WARN_RULE = "status_allowed"
 ERROR_RULE = "amount_non_negative"
 # Day 1 breaks the WARN rule only (a status outside the list), day 2 the ERROR rule only
@@ -24,8 +26,10 @@ DAYS = {
 }
 
 
-def _definitions(tmp_path: Path) -> dg.Definitions:
-    """The declared source with blocking checks, and an asset computed from it."""
+def _definitions(tmp_path: Path, error_rule: bool = True) -> dg.Definitions:
+    """The declared source with blocking checks, and an asset computed from it; without
+    ``error_rule``, the amount rule only warns."""
+    severity = "error" if error_rule else "warn"
     source = LandingSource.model_validate(
         {
             "name": "feed",
@@ -40,7 +44,7 @@ def _definitions(tmp_path: Path) -> dg.Definitions:
                 {
                     "name": "amount",
                     "type": "decimal(18,2)",
-                    "rules": [{"non_negative": True, "severity": "error"}],
+                    "rules": [{"non_negative": True, "severity": severity}],
                 },
                 {"name": "day", "type": "date"},
             ],
@@ -81,16 +85,18 @@ def _materialized(result: dg.ExecuteInProcessResult) -> set[dg.AssetKey]:
     }
 
 
-def test_a_warn_rule_is_not_blocking_where_the_sources_checks_block(tmp_path):
+def test_value_rules_block_only_where_a_rule_can_fail_with_error(tmp_path):
     defs = _definitions(tmp_path)
     specs = {spec.name: spec for spec in defs.resolve_assets_def(FEED).check_specs}
-    assert not specs[WARN_RULE].blocking
-    for name in ("conservation", "quarantine_share", ERROR_RULE, "rerun_equality"):
+    for name in ("conservation", "quarantine_share", RULES, "rerun_equality"):
         assert specs[name].blocking, name
     # The code location as the UI loads it says the same.
     graph = defs.get_repository_def().asset_graph
-    assert not graph.get_check_spec(dg.AssetCheckKey(FEED, WARN_RULE)).blocking
-    assert graph.get_check_spec(dg.AssetCheckKey(FEED, ERROR_RULE)).blocking
+    assert graph.get_check_spec(dg.AssetCheckKey(FEED, RULES)).blocking
+    # With WARN rules only, the check can only warn: never blocking.
+    warn_only = _definitions(tmp_path / "warn", error_rule=False)
+    specs = {spec.name: spec for spec in warn_only.resolve_assets_def(FEED).check_specs}
+    assert not specs[RULES].blocking and specs["conservation"].blocking
 
 
 def test_a_broken_warn_rule_warns_without_blocking_downstream(tmp_path):
@@ -100,19 +106,14 @@ def test_a_broken_warn_rule_warns_without_blocking_downstream(tmp_path):
     result = _run(defs, instance, day)
     assert result.success
     assert _materialized(result) == {FEED, DOWNSTREAM}
-    warned = _evaluations(result)[WARN_RULE]
-    assert (warned.passed, warned.severity, warned.blocking) == (
-        False,
-        dg.AssetCheckSeverity.WARN,
-        False,
-    )
+    warned = _evaluations(result)[RULES]
+    assert (warned.passed, warned.severity) == (False, dg.AssetCheckSeverity.WARN)
+    assert warned.metadata["rules_broken"].value == [WARN_RULE]
     assert warned.metadata["offending_rows"].value == 1
-    held = _evaluations(result)[ERROR_RULE]
-    assert (held.passed, held.blocking) == (True, True)
-    # Rerun unchanged: the result is carried forward, still not blocking.
-    again = _evaluations(_run(defs, instance, day))[WARN_RULE]
+    # Rerun unchanged: the result is carried forward, still only a warning.
+    again = _evaluations(_run(defs, instance, day))[RULES]
     assert again.metadata["carried_forward"].value is True
-    assert (again.passed, again.blocking) == (False, False)
+    assert (again.passed, again.severity) == (False, dg.AssetCheckSeverity.WARN)
 
 
 def test_a_broken_error_rule_blocks_downstream(tmp_path):
@@ -121,13 +122,13 @@ def test_a_broken_error_rule_blocks_downstream(tmp_path):
     result = _run(defs, instance, START + dt.timedelta(days=1))
     assert not result.success
     error = result.get_step_failure_events()[0].step_failure_data.error
-    assert error is not None and f"feed: {ERROR_RULE}" in error.message
+    assert error is not None and f"feed: {RULES}" in error.message
     # feed is written (the checks judge what was stored), the asset computed from it is not.
     assert _materialized(result) == {FEED}
-    failed = _evaluations(result)[ERROR_RULE]
+    failed = _evaluations(result)[RULES]
     assert (failed.passed, failed.severity, failed.blocking) == (
         False,
         dg.AssetCheckSeverity.ERROR,
         True,
     )
-    assert _evaluations(result)[WARN_RULE].passed
+    assert failed.metadata["rules_broken"].value == [ERROR_RULE]

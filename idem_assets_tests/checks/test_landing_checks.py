@@ -77,22 +77,32 @@ def test_a_day_above_the_threshold_warns_with_its_top_reasons(project):
 
 def test_a_warn_value_rule_loads_the_rows_and_reports_counts_and_samples(project):
     result = project.run_days(DAY, assets=["orders"])
-    status = _evaluations(result, "orders")["status_allowed"]
-    assert not status.passed and status.severity == dg.AssetCheckSeverity.WARN
-    meta = _meta(status)
-    assert meta["offending_rows"] == 1
-    assert meta["top_values"] == [{"value": "lost", "rows": 1}]
-    [sample] = meta["sample"]
+    rules = _evaluations(result, "orders")["value_rules"]
+    assert not rules.passed and rules.severity == dg.AssetCheckSeverity.WARN
+    meta = _meta(rules)
+    assert meta["rules_broken"] == ["status_allowed"] and meta["rules_checked"] == 2
+    [status, amount] = meta["rules"]  # the broken rule first
+    assert (status["rule"], status["severity"], status["offending_rows"]) == (
+        "status_allowed",
+        "warn",
+        1,
+    )
+    assert status["top_values"] == [{"value": "lost", "rows": 1}]
+    [sample] = status["sample"]
     assert sample["status"] == "lost"
+    assert (amount["rule"], amount["offending_rows"]) == ("amount_non_negative", 0)
+    assert "sample" not in amount  # nothing to show for a rule every row keeps
     stored = {r["order_id"]: r["status"] for r in project.table_rows("orders")}
     assert stored[sample["order_id"]] == "lost"  # loaded, not refused
-    assert status.description == (
-        f"1 of {meta['rows_checked']:,} row(s) break the rule status is one of placed, paid, "
-        "shipped, delivered, cancelled, refunded"
+    assert rules.description == (
+        f"1 of 2 rule(s) broken in {meta['rows_checked']:,} row(s): status_allowed (1 rows)"
+    )
+    assert status["asserts"] == (
+        "status is one of placed, paid, shipped, delivered, cancelled, refunded"
     )
 
 
-def _feed(tmp_path: Path, severity: str) -> tuple[dg.Definitions, LakeResource]:
+def _feed(tmp_path: Path, severity: str, *more: Column) -> tuple[dg.Definitions, LakeResource]:
     source = DailySource(
         name="feed",
         first_day=START,
@@ -102,6 +112,7 @@ def _feed(tmp_path: Path, severity: str) -> tuple[dg.Definitions, LakeResource]:
             Column(name="id", type="int64"),
             Column(name="day", type="date"),
             Column(name="qty", type="int32", rules=(RangeRule(min=1, max=50, severity=severity),)),
+            *more,
         ),
     )
     landing = tmp_path / "landing"
@@ -116,16 +127,37 @@ def _materialize(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.Execu
     return job.execute_in_process(partition_key=DAY, instance=instance, raise_on_error=False)
 
 
+def test_value_rules_fail_with_the_most_severe_broken_rule(tmp_path):
+    """One WARN and one ERROR rule: broken WARN alone warns, a broken ERROR rule errs."""
+    size = Column(name="size", type="int32", rules=(RangeRule(max=9, severity="error"),))
+    defs, _ = _feed(tmp_path, "warn", size)
+    csv = tmp_path / "landing" / "feed" / f"date={DAY}" / "a.csv"
+    instance = dg.DagsterInstance.ephemeral()
+    csv.write_text(f"id,day,qty,size\n1,{DAY},5,1\n2,{DAY},70,2\n")
+    warned = _evaluations(_materialize(defs, instance), "feed")["value_rules"]
+    assert not warned.passed and warned.severity == dg.AssetCheckSeverity.WARN
+    assert _meta(warned)["rules_broken"] == ["qty_range"]
+    csv.write_text(f"id,day,qty,size\n1,{DAY},5,1\n2,{DAY},70,12\n")
+    erred = _evaluations(_materialize(defs, instance), "feed")["value_rules"]
+    assert not erred.passed and erred.severity == dg.AssetCheckSeverity.ERROR
+    assert _meta(erred)["rules_broken"] == ["qty_range", "size_range"]
+    assert _meta(erred)["offending_rows"] == 2  # one row each
+    csv.write_text(f"id,day,qty,size\n1,{DAY},5,1\n2,{DAY},7,2\n")
+    clean = _evaluations(_materialize(defs, instance), "feed")["value_rules"]
+    assert clean.passed and clean.description == "2 row(s) satisfy every rule (2)"
+
+
 def test_a_python_declaration_yields_asset_checks_and_sensor(tmp_path):
     defs, lake = _feed(tmp_path, "error")
     assert {s.name for s in defs.sensors} == {"feed_landing_sensor"}
     instance = dg.DagsterInstance.ephemeral()
     first = _materialize(defs, instance)
-    qty = _evaluations(first, "feed")["qty_range"]
+    qty = _evaluations(first, "feed")["value_rules"]
     assert not qty.passed and qty.severity == dg.AssetCheckSeverity.ERROR
-    assert _meta(qty)["offending_rows"] == 2 and qty.description.startswith(
-        "2 of 3 row(s) break the rule 1 <= qty <= 50"
+    assert _meta(qty)["offending_rows"] == 2 and qty.description == (
+        "1 of 1 rule(s) broken in 3 row(s): qty_range (2 rows)"
     )
+    assert _meta(qty)["rules"][0]["asserts"] == "1 <= qty <= 50"
     again = _materialize(defs, instance)
     assert materialization_metadata(again)["feed"]["committed"] is False
     assert lake.table("feed").open().version() == 0
@@ -138,7 +170,7 @@ def test_a_quarantine_rule_keeps_rows_out_and_the_check_then_passes(tmp_path):
     checks = _evaluations(result, "feed")
     # The reader applies the rule, so there is no value-rule check for it; the share check
     # sees two of three rows refused.
-    assert "qty_range" not in checks
+    assert "value_rules" not in checks
     quarantine = read_rows(lake.table("quarantine").open()).to_pylist()
     assert sorted(q["reason"] for q in quarantine) == [
         "qty: 0 is outside the range (1 <= qty <= 50)",

@@ -56,9 +56,10 @@ def test_demo_runs_each_pass_as_one_ranged_run_and_reproduces_it(lake, capsys):
     for run, asset, partition, _version, committed, _print, checks in table:
         assert committed == ("yes" if run == "1" else "no"), (run, asset, partition)
         assert "rerun_equality=ok" in checks and "FAIL" not in checks, (asset, partition)
-    # The generator plants an unknown status on the first day: one day of three warns.
+    # The generator plants an unknown status on the first day and a negative amount on the
+    # second: two days of three warn (value_rules holds both rules).
     orders = next(checks for r, a, *_, checks in table if r == "1" and a == "orders")
-    assert f"status_allowed=WARN 1/{DAYS} ({keys[0]})" in orders, orders
+    assert f"value_rules=WARN 2/{DAYS} ({keys[0]}, {keys[1]})" in orders, orders
     prints = {run: {(a, p): fp for r, a, p, _v, _c, fp, _ in table if r == run} for run in "12"}
     assert prints["1"] == prints["2"]
     # One commit per table for the whole range, and none on the second pass.

@@ -85,10 +85,14 @@ def test_bad_input_follows_the_policy(case, tmp_path):
         (e.asset_key.to_user_string(), e.check_name): e
         for e in result.get_asset_check_evaluations()
     }
+    # A warning of value_rules names the rules broken: those are what a case warns about.
     warned = {
         name
-        for (_, name), e in checks.items()
+        for (_, check), e in checks.items()
         if not e.passed and e.severity == dg.AssetCheckSeverity.WARN
+        for name in (
+            e.metadata["rules_broken"].value if check == "value_rules" else [check]  # type: ignore[union-attr]
+        )
     }
     failed = {
         name

@@ -35,7 +35,7 @@ from idem_assets.lib.checks.results import (
     DayShare,
     quarantine_share_result,
     top_reasons,
-    value_rule_result,
+    value_rules_result,
 )
 from idem_assets.resources import LakeResource
 
@@ -300,14 +300,18 @@ class JudgedSpan:
         ]
         return quarantine_share_result(shares, top_reasons(reasons), threshold, window.label())
 
-    def value_rule(self, window: Window, name: str, rule: ValueRule) -> dg.AssetCheckResult:
-        """The rule's offending rows among the window's kept rows."""
-        broken = self._broken_by_window(name, rule).get(self._position[window])
-        return value_rule_result(
-            name,
-            rule,
-            self._kept_by_window[self._position[window]],
-            self._kept.clear().drop(_WINDOW) if broken is None else broken,
+    def value_rules(
+        self, window: Window, rules: Sequence[tuple[str, ValueRule]]
+    ) -> dg.AssetCheckResult:
+        """Each rule's offending rows among the window's kept rows, in one result."""
+        index = self._position[window]
+        none = self._kept.clear().drop(_WINDOW)
+        return value_rules_result(
+            [
+                (name, rule, self._broken_by_window(name, rule).get(index, none))
+                for name, rule in rules
+            ],
+            self._kept_by_window[index],
             self.definition.spec.natural_key,
             window.label(),
         )

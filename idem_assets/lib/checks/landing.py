@@ -6,9 +6,13 @@ One read of a partition's landing files reports each of them:
 - ``quarantine_share``: warns when more than the declared share of a day's rows was
   quarantined, fails (ERROR) when a day with rows loads none: a day whose rows were all
   refused never shows all green;
-- one check per declared value rule (``<column>_<kind>``): counts and samples of the
-  loaded rows breaking it, with the rule's severity (WARN by default). A WARN rule's check
-  never blocks downstream, even where the source's checks block.
+- ``value_rules``, when the source declares any: every value rule of the partition's loaded
+  rows in one result, each rule's counts and samples (``<column>_<kind>``) in its metadata;
+  it fails with the severity of the most severe broken rule (WARN by default), so a day
+  that breaks only WARN rules never blocks downstream, even where the source's checks
+  block. One check for all rules, not one per rule: a check result is an event Dagster
+  stores for every day of a run, and a 12-rule source over years of days would store
+  twelve a day.
 """
 
 from __future__ import annotations
@@ -23,7 +27,12 @@ from idem_assets.lib.checks.conservation import CONSERVATION
 from idem_assets.lib.checks.judged import JudgedSpan
 from idem_assets.lib.checks.per_partition import CheckName, LakeCheck, spans
 from idem_assets.lib.checks.proofs import Reads
-from idem_assets.lib.checks.results import QUARANTINE_SHARE, rule_check_names, rule_severity
+from idem_assets.lib.checks.results import (
+    QUARANTINE_SHARE,
+    VALUE_RULES,
+    rule_names,
+    rules_severity,
+)
 from idem_assets.lib.landing_io import read_landing
 from idem_assets.resources import LakeResource
 
@@ -34,7 +43,7 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
     assert contract is not None, f"{definition.name} reads no landing source"
     rules = definition.value_rules
     share = definition.quarantine_share
-    names = rule_check_names(rules)
+    names = rule_names(rules)
     checks = (
         CheckName(
             CONSERVATION,
@@ -49,13 +58,20 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
             "Metadata lists the top reasons.",
         ),
         *(
-            CheckName(
-                name,
-                f"Value rule ({rule.severity.upper()}): {rule.describe()}; reports "
-                "counts and samples of breaking rows.",
-                rule_severity(rule),
+            (
+                CheckName(
+                    VALUE_RULES,
+                    "Value rules: "
+                    + "; ".join(
+                        f"{name}: {rule.describe()} ({rule.severity.upper()})"
+                        for name, rule in zip(names, rules, strict=True)
+                    )
+                    + ". Reports each rule's counts and samples of breaking rows.",
+                    rules_severity(rules),
+                ),
             )
-            for name, rule in zip(names, rules, strict=True)
+            if rules
+            else ()
         ),
     )
 
@@ -74,9 +90,8 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
                     yield index, judged.conservation(window)
                 if QUARANTINE_SHARE in selected:
                     yield index, judged.quarantine_share(window, share)
-                for name, rule in zip(names, rules, strict=True):
-                    if name in selected:
-                        yield index, judged.value_rule(window, name, rule)
+                if rules and VALUE_RULES in selected:
+                    yield index, judged.value_rules(window, list(zip(names, rules, strict=True)))
 
     return LakeCheck(
         names=checks,

@@ -144,8 +144,12 @@ def _days(shares: Sequence[DayShare]) -> str:
     return ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
 
 
-def rule_check_names(rules: Sequence[ValueRule]) -> list[str]:
-    """Check names of value rules, numbered where a column repeats a kind of rule."""
+VALUE_RULES = "value_rules"
+
+
+def rule_names(rules: Sequence[ValueRule]) -> list[str]:
+    """Each rule's name in the ``value_rules`` check (``<column>_<kind>``), numbered where a
+    column repeats a kind of rule."""
     counts = Counter(rule.name for rule in rules)
     seen: Counter[str] = Counter()
     names = []
@@ -156,17 +160,70 @@ def rule_check_names(rules: Sequence[ValueRule]) -> list[str]:
 
 
 def rule_severity(rule: ValueRule) -> dg.AssetCheckSeverity:
-    """The severity a value rule's check fails with: WARN or ERROR, as declared."""
+    """The severity a value rule fails with: WARN or ERROR, as declared."""
     return _SEVERITY[rule.severity]
 
 
-def value_rule_result(
-    name: str, rule: ValueRule, rows: int, broken: pl.DataFrame, key: Sequence[str], label: str
+def rules_severity(rules: Sequence[ValueRule]) -> dg.AssetCheckSeverity:
+    """The most severe outcome of the ``value_rules`` check: ERROR if any rule can fail so."""
+    errors = any(rule_severity(rule) == dg.AssetCheckSeverity.ERROR for rule in rules)
+    return dg.AssetCheckSeverity.ERROR if errors else dg.AssetCheckSeverity.WARN
+
+
+def value_rules_result(
+    rules: Sequence[tuple[str, ValueRule, pl.DataFrame]],
+    rows: int,
+    key: Sequence[str],
+    label: str,
 ) -> dg.AssetCheckResult:
-    """Counts and samples of the ``broken`` rows among ``rows`` checked, with the rule's
-    severity."""
+    """Every declared rule of one partition in one result: fails when any rule is broken,
+    with the severity of the most severe broken rule; each rule's counts and samples in
+    the metadata (``rules``), the broken ones first.
+
+    ``rules`` are (name, rule, the checked rows breaking it).
+    """
+    judged = [_judged_rule(name, rule, broken, rows, key) for name, rule, broken in rules]
+    broken = [entry for entry in judged if entry["offending_rows"]]
+    failing = [rule for _, rule, frame in rules if frame.height]
+    if broken:
+        named = ", ".join(f"{e['rule']} ({e['offending_rows']:,} rows)" for e in broken[:5])
+        more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
+        description = (
+            f"{len(broken)} of {len(judged)} rule(s) broken in {rows:,} row(s): {named}{more}"
+        )
+    else:
+        description = f"{rows:,} row(s) satisfy every rule ({len(judged)})"
+    return dg.AssetCheckResult(
+        check_name=VALUE_RULES,
+        passed=not broken,
+        severity=rules_severity(failing or [rule for _, rule, _ in rules]),
+        description=description,
+        metadata={
+            "partition_range": label,
+            "rows_checked": rows,
+            "rules_checked": len(judged),
+            "rules_broken": [entry["rule"] for entry in broken],
+            "offending_rows": sum(entry["offending_rows"] for entry in broken),
+            "rules": dg.MetadataValue.json(
+                sorted(judged, key=lambda entry: entry["offending_rows"] == 0)
+            ),
+        },
+    )
+
+
+def _judged_rule(
+    name: str, rule: ValueRule, broken: pl.DataFrame, rows: int, key: Sequence[str]
+) -> dict[str, Any]:
+    """One rule's entry in the ``value_rules`` metadata: counts, and for a broken rule its
+    most frequent offending values and a sample of rows."""
     offending = broken.height
-    top, sample = [], []
+    entry: dict[str, Any] = {
+        "rule": name,
+        "asserts": rule.describe(),
+        "severity": rule.severity,
+        "offending_rows": offending,
+        "offending_share": round(offending / rows, 6) if rows else 0.0,
+    }
     if offending:  # most days of most rules: nothing to count or sample
         values = (
             broken.group_by(rule.column)
@@ -174,30 +231,14 @@ def value_rule_result(
             .sort(["len", rule.column], descending=[True, False])
             .head(_SAMPLE)
         )
-        top = [{"value": _plain(r[rule.column]), "rows": r["len"]} for r in values.to_dicts()]
-        sample = [
+        entry["top_values"] = [
+            {"value": _plain(r[rule.column]), "rows": r["len"]} for r in values.to_dicts()
+        ]
+        entry["sample"] = [
             {k: _plain(v) for k, v in r.items()}
             for r in broken.select([*dict.fromkeys([*key, rule.column])]).head(_SAMPLE).to_dicts()
         ]
-    return dg.AssetCheckResult(
-        check_name=name,
-        passed=offending == 0,
-        severity=rule_severity(rule),
-        description=(
-            f"{offending:,} of {rows:,} row(s) break the rule {rule.describe()}"
-            if offending
-            else f"every row satisfies {rule.describe()}"
-        ),
-        metadata={
-            "partition_range": label,
-            "rule": rule.describe(),
-            "rows_checked": rows,
-            "offending_rows": offending,
-            "offending_share": round(offending / rows, 6) if rows else 0.0,
-            "top_values": dg.MetadataValue.json(top),
-            "sample": dg.MetadataValue.json(sample),
-        },
-    )
+    return entry
 
 
 def _plain(value: Any) -> Any:
