@@ -221,6 +221,7 @@ class HashCache:
                 continue  # written by another version: hash the file again
         self._kept: dict[str, tuple[tuple[Any, ...], str]] = {}
         self._fresh: set[str] = set()
+        self._seen: dict[str, str] = {}
         self.reused = 0
         self.hashed = 0
 
@@ -229,14 +230,20 @@ class HashCache:
         hit = self._known.get(item.relpath)
         if hit is not None and hit[0] == item.stamp:
             self._kept[item.relpath] = hit
+            self._seen[item.relpath] = hit[1]
             self.reused += 1
             return hit[1]
         sha = root.sha256(item)
+        self._seen[item.relpath] = sha
         self.hashed += 1
         if root.settled(item, self.settle_seconds):
             self._kept[item.relpath] = (item.stamp, sha)
             self._fresh.add(item.relpath)
         return sha
+
+    def known_sha256(self, relpath: str) -> str | None:
+        """The hash this cache found or computed for ``relpath`` in this run, if any."""
+        return self._seen.get(relpath)
 
     def kept(self) -> dict[str, list[Any]]:
         """The hashes worth keeping for the next run (JSON-friendly)."""

@@ -30,6 +30,7 @@ from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.inputs import input_signatures, keep_hashes, known_hashes
 from idem_assets.lib.landing_report import (
     add_asset_metadata,
+    add_day_files,
     figures_metadata,
     landing_figures,
     listed,
@@ -186,15 +187,22 @@ def landing_output(
     add_asset_metadata(
         context, {"input_files_hashed": cache.hashed, "input_files_hash_reused": cache.reused}
     )
+    per_day = len(listing.days) > 1
     if _inputs_unchanged(context, lake, definition, listing, window, signature, settled):
         if kept is not None and kept.stamp == signature:
             # The listing's own unread files (reported by _inputs_unchanged) stay as listed now.
             figures = {k: v for k, v in kept.value.items() if k != "ignored_files"}
-            add_asset_metadata(context, figures_metadata(figures))
+            add_asset_metadata(context, figures_metadata(figures, per_day))
+            if per_day:
+                read = {f["file"]: f["rows"] for f in figures.get("files", []) if "rows" in f}
+                add_day_files(context, _day_files(listing), cache.known_sha256, read)
         return TableOutput.unchanged_inputs(signature)
     if spark is not None:
         return _spark_output(context, lake, spark, definition, window, signature, listing)
-    rows, figures = _load_and_report(context, lake, contract, window, listing)
+    rows, figures, batch = _load_and_report(context, lake, contract, window, listing)
+    if per_day:
+        read = {f.relpath: f.rows for f in batch.files}
+        add_day_files(context, _day_files(listing), cache.known_sha256, read)
     with checkpoint.open() as store:
         try:
             store.remember(scope, [Memo(window.label(), signature, figures)])
@@ -202,6 +210,14 @@ def landing_output(
             plain = {k: v for k, v in figures.items() if not isinstance(v, dict | list)}
             store.remember(scope, [Memo(window.label(), signature, plain)])
     return TableOutput(definition.derive(rows) if definition.derive else rows, signature)
+
+
+def _day_files(listing: WindowListing) -> dict[str, list[str]]:
+    """Partition key -> the relpaths of that day's listed files."""
+    return {
+        day.isoformat(): [item.relpath for item in found.files]
+        for day, found in listing.days.items()
+    }
 
 
 def _note_missing_source_folder(
@@ -330,16 +346,17 @@ def _load_and_report(
     contract: SourceContract,
     window: Window,
     listing: WindowListing | None = None,
-) -> tuple[pa.Table, dict[str, Any]]:
-    """``load_landing``, and the figures it reported."""
+) -> tuple[pa.Table, dict[str, Any], LandingBatch]:
+    """``load_landing``, and the figures it reported and the batch it read."""
     batch = read_landing(lake, contract, window, listing)
     version = write_quarantine(lake, contract, batch.quarantine, window)
     figures = landing_figures(batch, version)
-    add_asset_metadata(context, figures_metadata(figures))
+    days = listing.days if listing is not None else {}
+    add_asset_metadata(context, figures_metadata(figures, per_day=len(days) > 1))
     if batch.quarantine.num_rows:
         context.log.warning(
             f"{batch.quarantine.num_rows} {contract.name} row(s) of {window.label()} could not "
             f"be stored as declared: kept with their reasons in the {QUARANTINE_TABLE!r} table"
         )
     warn_unread(context, batch.ignored_files)
-    return batch.rows, figures
+    return batch.rows, figures, batch

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -53,12 +53,36 @@ def landing_figures(batch: LandingBatch, quarantine_version: int) -> dict[str, A
     }
 
 
-def figures_metadata(figures: Mapping[str, Any]) -> dict[str, Any]:
-    """``landing_figures`` as materialization metadata (structured values as JSON)."""
+def figures_metadata(figures: Mapping[str, Any], per_day: bool = False) -> dict[str, Any]:
+    """``landing_figures`` as materialization metadata (structured values as JSON).
+
+    ``per_day``: the run covers several days, each of which lists its own files on its own
+    materialization (``day_files``); the run's figures leave the list out, so that every
+    partition of a long range does not repeat the run's first files.
+    """
     return {
         name: dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
         for name, value in figures.items()
+        if not (per_day and name == "files")
     }
+
+
+def add_day_files(
+    context: dg.AssetExecutionContext,
+    days: Mapping[str, Sequence[str]],
+    sha256: Callable[[str], str | None],
+    rows: Mapping[str, int],
+) -> None:
+    """Each day's landing files on that day's materialization: path, content hash, and rows
+    where this run read the file (``days``: partition key -> the day's relpaths)."""
+    for key, relpaths in days.items():
+        files = []
+        for relpath in relpaths[:MAX_LISTED_FILES]:
+            entry: dict[str, Any] = {"file": relpath, "sha256": (sha256(relpath) or "")[:12]}
+            if relpath in rows:
+                entry["rows"] = rows[relpath]
+            files.append(entry)
+        context.add_asset_metadata({"files": dg.MetadataValue.json(files)}, partition_key=key)
 
 
 def warn_unread(context: dg.AssetExecutionContext, ignored: Mapping[str, str]) -> None:

@@ -11,7 +11,7 @@ from idem_assets.lake import read_rows
 from idem_assets.lib.landing_io import input_signature, list_window
 from idem_assets.resources import LakeResource
 from idem_assets.sample.generator import write_late_orders
-from idem_assets_tests.harness import START, check_results, materialization_metadata
+from idem_assets_tests.harness import START, check_results, day_keys, materialization_metadata
 
 WINDOW = Window(START, START + dt.timedelta(days=1))
 
@@ -80,3 +80,38 @@ def test_unchanged_rerun_proves_inputs_by_file_stamps_without_reading_them(proje
     third = materialization_metadata(project.run_days(key, assets=["orders"]))["orders"]
     assert third["committed"] is True
     assert (third["input_files_hashed"], third["input_files_hash_reused"]) == (1, files)
+
+
+def _files_by_partition(result) -> dict[str, list[dict]]:
+    out = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        if mat.asset_key.to_user_string() == "orders":
+            out[mat.partition] = mat.metadata["files"].value
+    return out
+
+
+def test_each_day_of_a_range_lists_its_own_files_first_run_and_rerun(project):
+    """Every partition of a range names the landing files of its own day, with their hashes
+    (and rows, where the run read them), not the run's first files repeated on each day."""
+    keys = day_keys(3)
+    first = project.run_days(keys[0], keys[-1], assets=["orders"])
+    rerun = project.run_days(keys[0], keys[-1], assets=["orders"])
+    assert materialization_metadata(rerun)["orders"]["no_op_proof"] == "inputs"
+    for result in (first, rerun):
+        listed = _files_by_partition(result)
+        assert sorted(listed) == keys
+        for key, files in listed.items():
+            on_disk = sorted(
+                p.relative_to(project.landing).as_posix()
+                for p in (project.landing / "orders" / f"date={key}").iterdir()
+            )
+            assert sorted(f["file"] for f in files) == on_disk, key
+            assert all(len(f["sha256"]) == 12 for f in files)
+    read = _files_by_partition(first)
+    assert all(f["rows"] > 0 for files in read.values() for f in files)
+    assert "files" not in {
+        k for k in materialization_metadata(first)["orders"] if k != "files"
+    } and materialization_metadata(first)["orders"]["landing_files"] == sum(
+        len(files) for files in read.values()
+    )
