@@ -8,9 +8,10 @@ write), MERGE (synthetic customers, 1M and 10M rows), changes with deletes (a 1%
 of which a tenth deletes into 10M customers: ours, a hand-written delta-rs MERGE, dagster-delta's
 WhenNotMatchedBySourceDelete, and SCD2 history), fingerprint (TPC-H lineitem), backfill
 through Dagster, fast runs (the code location's import and ``dg launch`` runs, in-process and
-multiprocess), the whole history (TPC-H orders, 30, 365 and 2,406 days as one ``dg launch``
+multiprocess), the whole history (TPC-H orders, 1, 31 and 2,406 days as one ``dg launch``
 range, its unchanged rerun and one corrected day, beside a plain delta-rs process and Dagster's
-floors; one sample per size unless ``--reps``), the landing zone in object storage (sensor
+floors on two instances, with the events each run stored; one sample per size unless
+``--reps``), the landing zone in object storage (sensor
 ticks over a bucket of 10,000 objects, a 1M-row day read from a bucket and from a folder, on a
 local moto server), and the checkpoint and Spark benchmarks (their own modules, collected here;
 the Spark family adds ``benchmarks.cases.spark_engines``: one orders day on the local engine,
@@ -45,6 +46,8 @@ HEADINGS = {
     "backfill": "## Backfill through Dagster",
     "fast_runs": "## Fast runs: importing the code location, runs from the CLI",
     "history": "## Whole history: years of days as one range",
+    "ui_launch": "## The TPC-H example's 31 days launched from the UI",
+    "instance": "## What Dagster stores: the cost of an event, by instance",
     "landing": "## Landing zone in object storage",
     "checkpoint": "## Checkpoint (from `benchmarks.checkpoint_bench`)",
     "spark": "## Spark (from `benchmarks.spark_bench`)",
@@ -285,11 +288,21 @@ def main(argv: list[str] | None = None) -> int:
         blocks["history"] += [md]
         bars(
             PLOTS / "history.png",
-            "Whole history as one dg launch range: cost per day",
+            "Whole history as one dg launch range: CPU per day",
             history.plot_groups(numbers["history"]),
-            unit="ms per day, end to end",
+            unit="ms of CPU per day, end to end",
         )
         blocks["history"].append("![history](results/history.png)\n")
+    if "ui_launch" in wanted:
+        from benchmarks.cases import ui_launch
+
+        md, numbers["ui_launch"] = ui_launch.run_family(args.reps or (1 if args.quick else 3))
+        blocks["ui_launch"] += [md]
+    if "instance" in wanted:
+        from benchmarks.cases import instance_cost
+
+        md, numbers["instance"] = instance_cost.run_family(args.quick)
+        blocks["instance"] += [md]
     if "landing" in wanted:
         from benchmarks.cases import landing_store
 
