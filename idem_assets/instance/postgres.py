@@ -2,9 +2,11 @@
 
 dagster-postgres holds a pool only in the webserver (``optimize_for_webserver``); a run
 worker, the daemon and ``dg launch`` connect anew for every statement: a TCP connection and
-a new server backend, about 3 ms each, three of them per stored check evaluation. This
-storage gives every process the webserver's pool (one connection kept per storage, more
-while threads overlap, recycled hourly):
+a new server backend, three of them per stored check evaluation. This storage gives every
+process a pool like the webserver's (one connection kept per storage, more while threads
+overlap, recycled hourly), whose connections are pinged before use: after a server restart
+the next statement gets a new connection instead of the one the restart cut (a run's
+failure must still reach the database: it frees the run's concurrency slots):
 
     storage:
       custom:
@@ -24,13 +26,16 @@ from typing import Any
 
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres.storage import DagsterPostgresStorage
-from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
+from dagster_postgres.utils import (
+    create_pg_engine,
+    get_token_provider_from_config,
+    pg_url_from_config,
+)
 
-# The webserver's defaults (dagster-webserver's --db-pool-recycle, --db-pool-max-overflow);
-# no statement timeout: a run's writes are not the UI's reads.
+# Like the webserver's pool (dagster-webserver's --db-pool-recycle); no statement timeout: a
+# run's writes are not the UI's reads.
 POOL_RECYCLE_SECONDS = 3600
 POOL_MAX_OVERFLOW = 8
-NO_STATEMENT_TIMEOUT = 0
 
 
 class PostgresStorage(DagsterPostgresStorage):
@@ -39,10 +44,17 @@ class PostgresStorage(DagsterPostgresStorage):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for storage in (self._run_storage, self._event_log_storage, self._schedule_storage):
-            storage.optimize_for_webserver(
-                statement_timeout=NO_STATEMENT_TIMEOUT,
-                pool_recycle=POOL_RECYCLE_SECONDS,
+            # As optimize_for_webserver builds it (the URL's own options kept), pinged.
+            options = storage._engine.url.query.get("options")
+            storage._engine = create_pg_engine(
+                storage.postgres_url,
+                storage._token_provider,
+                isolation_level="AUTOCOMMIT",
+                pool_size=1,
                 max_overflow=POOL_MAX_OVERFLOW,
+                pool_recycle=POOL_RECYCLE_SECONDS,
+                pool_pre_ping=True,
+                **({"connect_args": {"options": options}} if options else {}),
             )
 
     @classmethod

@@ -137,3 +137,48 @@ def test_a_yaml_source_takes_its_automation_condition_from_post_processing(tmp_p
         evaluation_time=after + dt.timedelta(minutes=30),
     )
     assert tick.total_requested == 0
+
+
+def _freshness(defs: dg.Definitions, instance: dg.DagsterInstance, key: dg.AssetKey) -> str:
+    """The asset's freshness state, as Dagster's evaluator of a time-window policy says."""
+    import asyncio
+
+    from dagster._core.definitions.freshness_evaluator import TimeWindowFreshnessPolicyEvaluator
+    from dagster._core.loader import LoadingContextForTest
+
+    node = defs.resolve_asset_graph().get(key)
+    state = asyncio.run(
+        TimeWindowFreshnessPolicyEvaluator().evaluate_freshness(
+            LoadingContextForTest(instance), node
+        )
+    )
+    return state.value
+
+
+def test_freshness_follows_each_run_a_range_and_its_unchanged_rerun_included(tmp_path):
+    """A lake asset with a time-window freshness policy: unknown before its first run, fresh
+    after a range, still fresh after an unchanged rerun of it (which commits nothing), and
+    stale once the window has passed without a run."""
+    project = new_project(tmp_path, days=3)
+    keys = day_keys(3)
+    key = dg.AssetKey("orders")
+
+    def with_policy(window: dt.timedelta) -> dg.Definitions:
+        policy = dg.FreshnessPolicy.time_window(fail_window=window)
+        return project.definitions().map_asset_specs(
+            func=lambda spec: (
+                spec.replace_attributes(freshness_policy=policy) if spec.key == key else spec
+            )
+        )
+
+    day = with_policy(dt.timedelta(days=1))
+    assert _freshness(day, project.instance, key) == "UNKNOWN"
+    assert project.run_days(keys[0], keys[-1], assets=["orders"]).success
+    assert _freshness(day, project.instance, key) == "PASS"
+    rerun = project.run_days(keys[0], keys[-1], assets=["orders"])
+    assert rerun.success
+    (materialization, *_) = rerun.asset_materializations_for_node("orders")
+    assert materialization.metadata["committed"].value is False
+    assert _freshness(day, project.instance, key) == "PASS"
+    # A window shorter than the time since the last run: the asset is stale.
+    assert _freshness(with_policy(dt.timedelta(microseconds=1)), project.instance, key) == "FAIL"

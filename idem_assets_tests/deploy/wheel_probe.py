@@ -21,7 +21,11 @@ from packaging.utils import canonicalize_name
 
 PACKAGE = "idem_assets"
 # Subpackages that need an optional extra, and the extra that provides their imports.
-EXTRA_SUBPACKAGES = {"idem_assets.spark": "spark", "idem_assets.spark_resources": "spark"}
+EXTRA_SUBPACKAGES = {
+    "idem_assets.spark": "spark",
+    "idem_assets.spark_resources": "spark",
+    "idem_assets.instance.postgres": "postgres",
+}
 
 
 def _extra_of(module: str) -> str | None:
