@@ -164,11 +164,11 @@ def test_freshness_follows_each_run_a_range_and_its_unchanged_rerun_included(tmp
     key = dg.AssetKey("orders")
 
     def with_policy(window: dt.timedelta) -> dg.Definitions:
+        """orders as the code location defines it, with a time-window freshness policy."""
         policy = dg.FreshnessPolicy.time_window(fail_window=window)
-        return project.definitions().map_asset_specs(
-            func=lambda spec: (
-                spec.replace_attributes(freshness_policy=policy) if spec.key == key else spec
-            )
+        orders = project.definitions().resolve_assets_def(key)
+        return dg.Definitions(
+            assets=[orders.map_asset_specs(lambda s: s.replace_attributes(freshness_policy=policy))]
         )
 
     day = with_policy(dt.timedelta(days=1))
@@ -180,5 +180,10 @@ def test_freshness_follows_each_run_a_range_and_its_unchanged_rerun_included(tmp
     (materialization, *_) = rerun.asset_materializations_for_node("orders")
     assert materialization.metadata["committed"].value is False
     assert _freshness(day, project.instance, key) == "PASS"
-    # A window shorter than the time since the last run: the asset is stale.
-    assert _freshness(with_policy(dt.timedelta(microseconds=1)), project.instance, key) == "FAIL"
+    # A day and a minute later, without a run: the asset is stale (Dagster's clock moved,
+    # nothing waits).
+    from dagster._core.test_utils import freeze_time
+
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=1, minutes=1)
+    with freeze_time(later):
+        assert _freshness(day, project.instance, key) == "FAIL"
