@@ -70,38 +70,6 @@ defs = dg.Definitions(
 """
 
 
-def _serve(root: Path, workspace: Path) -> Any:
-    """The UI and daemon as ``make run`` starts them, on ``workspace``, over ``root``."""
-    from idem_assets_tests.ui.server import DagsterDev, dagster_dev_env, free_port
-
-    home = root / "dagster_home"
-    home.mkdir(parents=True)
-    (root / "state").mkdir()
-    profile = Path(__file__).resolve().parents[2] / "deploy" / "sqlite" / "dagster.yaml"
-    shutil.copyfile(profile, home / "dagster.yaml")
-    port = free_port()
-    env = {**dagster_dev_env(root), "VIRTUAL_ENV": str(Path(sys.executable).parents[1])}
-    log = root / "serve.log"
-    command = [sys.executable, "-m", "idem_assets.serve", "--port", str(port)]
-    command += ["--workspace", str(workspace)]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=Path(__file__).resolve().parents[2],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    server = DagsterDev(root=root, port=port, process=process, log_path=log)
-    try:
-        server.wait_until_loaded()
-    except BaseException:
-        server.stop()
-        raise
-    return server
-
-
 def _launch(server: Any, location: str) -> tuple[float, float]:
     """The tpch group's lineage → Materialize all… → the 31 days → Launch backfill → the
     backfill page says Succeeded. (when Launch was clicked, when the page said so)."""
@@ -163,7 +131,11 @@ def one(name: str, work: Path, landing: Path) -> dict[str, Any]:
             f"load_from:\n  - python_file:\n      relative_path: {root / 'floor.py'}\n"
             "      location_name: floor\n"
         )
-    server = _serve(root, workspace)
+    from idem_assets_tests.ui.server import start_dagster_dev
+
+    server = start_dagster_dev(
+        root, days=0, log_path=root / "serve.log", launcher="serve", workspace=workspace
+    )
     try:
         clicked, seen = _launch(server, "idem_assets" if name == OURS else "floor")
     finally:

@@ -3,9 +3,9 @@
 Dagster's own SQLite storages build a new SQLAlchemy engine for every statement they run
 (``poolclass=NullPool``): each stored event opens a connection to the run's database and
 two to the index database, and compiles its statements afresh, because a new engine has an
-empty statement cache. On a 2-core machine that is about 8 ms of CPU per asset check
-evaluation and 10 ms per materialization, most of a long backfill's time
-(``benchmarks/RESULTS.md``, "Dagster's bookkeeping"). This storage is Dagster's, table for
+empty statement cache. On a 2-core machine that is about 10 ms of CPU per stored asset
+check result, most of a long backfill's time (``benchmarks/RESULTS.md``, "What Dagster
+stores"). This storage is Dagster's, table for
 table and statement for statement; it only keeps one engine per database file, so a stored
 event costs a statement on an open connection:
 
@@ -258,7 +258,6 @@ class SqliteStorage(_KeptConfig, DagsterSqliteStorage):
         synchronous: str = DEFAULT_SYNCHRONOUS,
     ):
         self.base_dir = check.str_param(base_dir, "base_dir")
-        self._synchronous = synchronous
         # Dagster's own SQLite storages create the databases (and migrate them): made with
         # those, then handed an engine that stays.
         runs = SqliteRunStorage.from_local(_runs_directory(base_dir))

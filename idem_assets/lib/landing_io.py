@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -187,22 +187,16 @@ def landing_output(
     add_asset_metadata(
         context, {"input_files_hashed": cache.hashed, "input_files_hash_reused": cache.reused}
     )
-    per_day = len(listing.days) > 1
     if _inputs_unchanged(context, lake, definition, listing, window, signature, settled):
         if kept is not None and kept.stamp == signature:
             # The listing's own unread files (reported by _inputs_unchanged) stay as listed now.
             figures = {k: v for k, v in kept.value.items() if k != "ignored_files"}
-            add_asset_metadata(context, figures_metadata(figures, per_day))
-            if per_day:
-                read = {f["file"]: f["rows"] for f in figures.get("files", []) if "rows" in f}
-                add_day_files(context, _day_files(listing), cache.known_sha256, read)
+            read = {f["file"]: f["rows"] for f in figures.get("files", []) if "rows" in f}
+            _report_figures(context, figures, listing, cache.known_sha256, read)
         return TableOutput.unchanged_inputs(signature)
     if spark is not None:
         return _spark_output(context, lake, spark, definition, window, signature, listing)
-    rows, figures, batch = _load_and_report(context, lake, contract, window, listing)
-    if per_day:
-        read = {f.relpath: f.rows for f in batch.files}
-        add_day_files(context, _day_files(listing), cache.known_sha256, read)
+    rows, figures = _load_and_report(context, lake, contract, window, listing)
     with checkpoint.open() as store:
         try:
             store.remember(scope, [Memo(window.label(), signature, figures)])
@@ -212,12 +206,24 @@ def landing_output(
     return TableOutput(definition.derive(rows) if definition.derive else rows, signature)
 
 
-def _day_files(listing: WindowListing) -> dict[str, list[str]]:
-    """Partition key -> the relpaths of that day's listed files."""
-    return {
-        day.isoformat(): [item.relpath for item in found.files]
-        for day, found in listing.days.items()
-    }
+def _report_figures(
+    context: dg.AssetExecutionContext,
+    figures: dict[str, Any],
+    listing: WindowListing,
+    sha256: Callable[[str], str | None],
+    read: dict[str, int],
+) -> None:
+    """A read's figures on the output; on a range of days, each day's own files on its own
+    partition instead of on every one (``sha256``: a listed file's hash; ``read``: the rows
+    of the files that were read)."""
+    per_day = len(listing.days) > 1
+    add_asset_metadata(context, figures_metadata(figures, per_day))
+    if per_day:
+        days = {
+            day.isoformat(): [item.relpath for item in found.files]
+            for day, found in listing.days.items()
+        }
+        add_day_files(context, days, sha256, read)
 
 
 def _note_missing_source_folder(
@@ -337,6 +343,7 @@ def load_landing(
     listing: WindowListing | None = None,
 ) -> pa.Table:
     """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows."""
+    listing = listing or list_window(lake, contract, window)
     return _load_and_report(context, lake, contract, window, listing)[0]
 
 
@@ -345,18 +352,18 @@ def _load_and_report(
     lake: LakeResource,
     contract: SourceContract,
     window: Window,
-    listing: WindowListing | None = None,
-) -> tuple[pa.Table, dict[str, Any], LandingBatch]:
-    """``load_landing``, and the figures it reported and the batch it read."""
+    listing: WindowListing,
+) -> tuple[pa.Table, dict[str, Any]]:
+    """``load_landing``, and the figures it reported."""
     batch = read_landing(lake, contract, window, listing)
     version = write_quarantine(lake, contract, batch.quarantine, window)
     figures = landing_figures(batch, version)
-    days = listing.days if listing is not None else {}
-    add_asset_metadata(context, figures_metadata(figures, per_day=len(days) > 1))
+    hashes = {f.relpath: f.sha256 for f in batch.files}
+    _report_figures(context, figures, listing, hashes.get, {f.relpath: f.rows for f in batch.files})
     if batch.quarantine.num_rows:
         context.log.warning(
             f"{batch.quarantine.num_rows} {contract.name} row(s) of {window.label()} could not "
             f"be stored as declared: kept with their reasons in the {QUARANTINE_TABLE!r} table"
         )
     warn_unread(context, batch.ignored_files)
-    return batch.rows, figures, batch
+    return batch.rows, figures

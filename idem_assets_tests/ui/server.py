@@ -198,14 +198,17 @@ def start_dagster_dev(
     state_url: str | None = None,
     launcher: str = "dagster",
     extra_env: dict[str, str] | None = None,
+    workspace: Path = ROOT / "workspace.yaml",
 ) -> DagsterDev:
     """Generate landing data, copy the instance profile into DAGSTER_HOME, start `dagster dev`.
 
     Variables a profile reads (DAGSTER_PG_* for PostgreSQL) come from this environment.
     ``launcher="dg"`` starts ``dg dev`` instead, which finds the project from pyproject.toml;
     ``launcher="serve"`` starts what ``make run`` starts (``python -m idem_assets.serve``).
+    ``days=0`` generates no sample data; ``workspace`` is what ``dagster`` and ``serve`` load.
     """
-    generate(root / "landing", START, days, seed=7)
+    if days:
+        generate(root / "landing", START, days, seed=7)
     home = root / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     (root / "state").mkdir(exist_ok=True)
@@ -215,10 +218,13 @@ def start_dagster_dev(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     executable = str(Path(sys.executable).with_name(launcher))
     command = {
-        "dagster": [executable, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        "dagster": [executable, "dev", "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port)],
         "dg": [executable, "dev", "--host", "127.0.0.1", "--port", str(port)],
         # What `make run` serves: webserver and daemon (backfills passed over every second).
-        "serve": [sys.executable, "-m", "idem_assets.serve", "--port", str(port)],
+        "serve": [
+            *(sys.executable, "-m", "idem_assets.serve", "--port", str(port)),
+            *("--workspace", str(workspace)),
+        ],
     }[launcher]
     env = {**dagster_dev_env(root, state_url), **(extra_env or {})}
     # dg runs the project from its own virtualenv: the one these tests run in.
