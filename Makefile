@@ -43,17 +43,21 @@ SAMPLE_DATA ?= $(if $(filter file,$(origin IDEM_LANDING_DIR)),yes,no)
 CHROMIUM ?= /usr/bin/chromium
 
 # The shipped example's partitions start where its sample data starts (its declarations read
-# IDEM_SAMPLE_FIRST_DAY): a shell prefix for the recipes that load the code location.
+# IDEM_SAMPLE_FIRST_DAY), and TPC-H's end where its TPCH_DAYS end (IDEM_TPCH_LAST_DAY, unless
+# set): a shell prefix for the recipes that load the code location.
 SAMPLE_FIRST_DAY = if [ "$(SAMPLE_DATA)" = yes ] && days=$$($(PY) -m idem_assets.sample days); then \
 		export IDEM_SAMPLE_FIRST_DAY=$${days%%...*}; \
-		echo "sample days laid out: $$days (\`idem-landing days\` prints them)"; fi;
+		echo "sample days laid out: $$days (\`idem-landing days\` prints them)"; fi; \
+	export IDEM_TPCH_LAST_DAY=$${IDEM_TPCH_LAST_DAY:-$$(date -u -d "1992-01-01 + $$(( $(TPCH_DAYS) - 1 )) days" +%F)};
 
-.PHONY: install run demo test bench sample-data tpch-data dagster-home lint clean browser reliability
+.PHONY: install run demo test test-compat lock bench sample-data tpch-data dagster-home lint clean browser reliability
 
-$(VENV)/.installed: pyproject.toml
+# The locked set (requirements/lock.txt): the versions the suite last passed with, within
+# pyproject.toml's ranges. `make lock` resolves it again; `make test-compat` tries both ends.
+$(VENV)/.installed: pyproject.toml requirements/lock.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -130,6 +134,22 @@ test: install browser
 	@$(VENV)/bin/pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) \
 		--junitxml=$(TEST_REPORT) $(PYTEST_ARGS); tests=$$?; \
 	$(PY) -m idem_assets_tests.durations $(TEST_REPORT) || true; exit $$tests
+
+## The compatibility suite against the wheel, in two fresh virtualenvs: the newest releases
+## the index serves within pyproject.toml's ranges and the oldest allowed (uv's lowest-direct);
+## prints the versions each ran (idem_assets_tests/compat/__main__.py). COMPAT_ARGS=--sets oldest.
+test-compat: install
+	@$(PY) -m idem_assets_tests.compat $(COMPAT_ARGS)
+
+## Resolve the dev environment again within the ranges (newest fitting releases) into
+## requirements/lock.txt; run `make test` before committing it.
+lock: install
+	@rm -rf build/lock && $(PY) -m uv venv --quiet --python $(PY) build/lock
+	@$(PY) -m uv pip install --quiet --python build/lock/bin/python ".[dev]"
+	@{ sed -n '1,/^# Refresh/p' requirements/lock.txt; \
+		$(PY) -m uv pip freeze --python build/lock/bin/python --exclude-editable | grep -v '^idem.assets'; \
+	} > requirements/lock.txt.new && mv requirements/lock.txt.new requirements/lock.txt
+	@echo "requirements/lock.txt resolved again: make test, then commit it"
 
 ## Crash, concurrency, bad-input and security suites, then their report table
 ## (rows in test-artifacts/reliability/make-results.jsonl; see docs/reliability.md).

@@ -10,15 +10,15 @@ materialize`` and ``dg launch`` exit 0 when a non-blocking check fails). This on
     idem-assets check --select 'key:orders or key:daily_sales' \\
         --partition-range 2024-03-01...2024-03-07 --junit-xml checks.xml
 
-loads the code location as ``dagster``/``dg`` find it (``-m`` / ``-f``, else
-``[tool.dg.project] code_location_target_module`` or ``[tool.dagster] module_name`` in the
-nearest ``pyproject.toml``), resolves the selection with Dagster's asset selection syntax,
-runs the selected assets' checks without writing (``--materialize``: materializes them
-first, for CI jobs that build a staging lake), prints one row per (asset, partition,
-check), optionally writes JUnit XML, and exits 1 when an ERROR check failed or a check
-could not run. A failed WARN check is listed and exits 0. Results are recorded in the
-Dagster instance of ``DAGSTER_HOME`` when it is set (the UI shows them), else in a
-temporary one.
+loads the code location as ``dagster``/``dg`` find it (``-m`` / ``-f``, else the nearest
+``dg.toml`` or ``pyproject.toml``: ``[tool.dg.project] code_location_target_module``,
+else ``<root_module>.definitions``, or ``[tool.dagster] module_name``; check/location.py),
+resolves the selection with Dagster's asset selection syntax, runs the selected assets'
+checks without writing (``--materialize``: materializes them first, for CI jobs that
+build a staging lake), prints one row per (asset, partition, check), optionally writes
+JUnit XML, and exits 1 when an ERROR check failed or a check could not run. A failed WARN
+check is listed and exits 0. Results are recorded in the Dagster instance of
+``DAGSTER_HOME`` when it is set (the UI shows them), else in a temporary one.
 """
 
 from __future__ import annotations

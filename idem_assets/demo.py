@@ -162,9 +162,10 @@ def run_range(
 
 
 def tpch_window(lake: LakeResource) -> tuple[str, str] | None:
-    """First and last day of the laid-out TPC-H orders, or None without TPC-H files."""
+    """First and last day of the laid-out TPC-H orders that are partitions (the declaration
+    ends them at IDEM_TPCH_LAST_DAY), or None without TPC-H files."""
     contract = load_source(DEFS_DIR / "tpch" / "orders" / "defs.yaml").contract()
-    found = list_days(lake.landing(), contract)
+    found = [d for d in list_days(lake.landing(), contract) if not contract.after_last_day(d)]
     return (found[0].isoformat(), found[-1].isoformat()) if found else None
 
 

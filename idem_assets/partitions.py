@@ -1,4 +1,5 @@
-"""Daily partitions: built in one place from a source's first day, and read back as dates."""
+"""Daily partitions: built in one place from a source's first (and last) day, and read back
+as dates."""
 
 from __future__ import annotations
 
@@ -8,13 +9,22 @@ from typing import Protocol
 import dagster as dg
 
 
-def daily_partitions(first_day: dt.date) -> dg.DailyPartitionsDefinition:
-    """UTC days from ``first_day`` on: the partitions of every daily lake asset.
+def daily_partitions(
+    first_day: dt.date, last_day: dt.date | None = None
+) -> dg.DailyPartitionsDefinition:
+    """UTC days from ``first_day`` through ``last_day`` (both included; without a last day,
+    up to today): the partitions of every daily lake asset.
 
-    Two sources with the same first day get equal definitions, so their assets can share
-    jobs, backfills and dependencies.
+    Two sources with the same first and last day get equal definitions, so their assets can
+    share jobs, backfills and dependencies.
     """
-    return dg.DailyPartitionsDefinition(start_date=first_day.isoformat(), timezone="UTC")
+    if last_day is not None and last_day < first_day:
+        raise ValueError(f"last_day {last_day} is before first_day {first_day}")
+    # Dagster's end_date is exclusive: the day after the last partition.
+    end = None if last_day is None else (last_day + dt.timedelta(days=1)).isoformat()
+    return dg.DailyPartitionsDefinition(
+        start_date=first_day.isoformat(), end_date=end, timezone="UTC"
+    )
 
 
 # One run materializes a whole backfill range in one Delta commit per asset.

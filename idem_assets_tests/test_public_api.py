@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,12 @@ _INTERNAL = (
 def test_each_public_name_is_its_home_modules_object(name: str):
     value = getattr(idem_assets, name)
     if name == "__version__":
+        # One source: pyproject.toml's version, read back from the installed metadata; the
+        # changelog has its section.
+        declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
         assert re.fullmatch(r"\d+\.\d+\.\d+", value)
+        assert value == metadata.version("idem_assets") == declared
+        assert f"\n## {value}\n" in (ROOT / "CHANGELOG.md").read_text()
         return
     home = sys.modules[idem_assets._EXPORTS[name]]
     assert getattr(home, name) is value

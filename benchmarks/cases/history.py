@@ -298,6 +298,7 @@ def one_size(days: int, work: Path, floor: Path, out: dict[str, Any]) -> None:
     for instance, runs in ((STOCK, (OURS_STOCK, RERUN_STOCK)), (profile, (OURS, RERUN, DAY))):
         root = work / "ours"
         env = fresh(root, instance, ROOT)
+        env["IDEM_TPCH_LAST_DAY"] = str(last)  # the example's partitions end where its data ends
         shutil.copytree(source, root / "landing" / "tpch" / "orders")  # private: corrected
         for name in runs:
             scope = span

@@ -22,9 +22,11 @@ must cover three per run worker, the daemon and the webserver.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from dagster._serdes import ConfigurableClassData
+from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.storage import DagsterPostgresStorage
 from dagster_postgres.utils import (
     create_pg_engine,
@@ -36,6 +38,11 @@ from dagster_postgres.utils import (
 # run's writes are not the UI's reads.
 POOL_RECYCLE_SECONDS = 3600
 POOL_MAX_OVERFLOW = 8
+
+
+def _has_table(storage: PostgresEventLogStorage, table_name: str) -> bool:
+    with storage._connect() as connection:
+        return bool(storage._engine.dialect.has_table(connection, table_name))
 
 
 class PostgresStorage(DagsterPostgresStorage):
@@ -56,6 +63,11 @@ class PostgresStorage(DagsterPostgresStorage):
                 pool_pre_ping=True,
                 **({"connect_args": {"options": options}} if options else {}),
             )
+        # dagster-postgres before 0.29.2x asks has_table on a connection it never closes:
+        # harmless without a pool, a lost pool slot with one (nine calls and every statement
+        # waits for a slot). Asked here on a connection that goes back to the pool.
+        events = self._event_log_storage
+        events.has_table = functools.partial(_has_table, events)  # type: ignore[method-assign]
 
     @classmethod
     def from_config_value(  # type: ignore[override]

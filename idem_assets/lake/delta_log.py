@@ -92,6 +92,18 @@ def _stat_value(value: object, kind: pa.DataType) -> object | None:
     return None
 
 
+def _bounds(chunks: list[pq.Statistics], kind: pa.DataType) -> tuple[object, object] | None:
+    """A column's [min, max] over its row groups, or None where they cannot be stated:
+    statistics are optional in Delta (a reader without them reads the file), and older
+    pyarrow releases (18 among them) cannot decode some logical types' (Spark's decimals)."""
+    try:
+        lowest = _stat_value(min(s.min for s in chunks), kind)
+        highest = _stat_value(max(s.max for s in chunks), kind)
+    except pa.ArrowNotImplementedError:
+        return None
+    return None if lowest is None or highest is None else (lowest, highest)
+
+
 def footer_stats(metadata: pq.FileMetaData, schema: pa.Schema) -> str:
     """Delta statistics (numRecords, minValues, maxValues, nullCount) from a Parquet footer."""
     low: dict[str, object] = {}
@@ -109,10 +121,9 @@ def footer_stats(metadata: pq.FileMetaData, schema: pa.Schema) -> str:
             nulls[name] = sum(s.null_count for s in chunks)
         bounded = [s for s in chunks if s is not None and s.has_min_max]
         if bounded and len(bounded) == len(chunks):
-            lowest = _stat_value(min(s.min for s in bounded), kind)
-            highest = _stat_value(max(s.max for s in bounded), kind)
-            if lowest is not None and highest is not None:
-                low[name], high[name] = lowest, highest
+            bounds = _bounds(bounded, kind)
+            if bounds is not None:
+                low[name], high[name] = bounds
     return json.dumps(
         {"numRecords": metadata.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls},
         separators=(",", ":"),

@@ -71,6 +71,8 @@ class SourceContract:
     encoding: str = "utf-8"  # of CSV and JSON Lines files (one of ENCODINGS)
     rules: tuple[ValueRule, ...] = ()
     first_day: dt.date | None = None
+    # The last partition day, included (None: partitions run up to today).
+    last_day: dt.date | None = None
     max_field_bytes: int = MAX_FIELD_BYTES
 
     @functools.cached_property
@@ -139,6 +141,10 @@ class SourceContract:
     def before_first_day(self, day: dt.date) -> bool:
         """Whether ``day`` lies before the source's first partition day."""
         return self.first_day is not None and day < self.first_day
+
+    def after_last_day(self, day: dt.date) -> bool:
+        """Whether ``day`` lies after the source's last partition day (when it has one)."""
+        return self.last_day is not None and day > self.last_day
 
 
 class DayBeforeFirstDayError(ValueError):

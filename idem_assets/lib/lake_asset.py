@@ -117,6 +117,13 @@ def lake_asset(
             yield from check_outputs(context, definition)
 
         body.__signature__ = signature  # type: ignore[attr-defined]
+        # Dagster before 1.13.2x finds resource parameters through typing.get_type_hints,
+        # which reads __annotations__ rather than the signature: both name the added ones.
+        body.__annotations__ = {
+            name: parameter.annotation
+            for name, parameter in signature.parameters.items()
+            if parameter.annotation is not inspect.Parameter.empty
+        }
         out = dg.AssetOut(
             key=definition.key,
             io_manager_key=LAKE_IO_MANAGER_KEY,

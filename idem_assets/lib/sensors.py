@@ -2,8 +2,8 @@
 
 Every declared source gets one. Run keys name the content transition, so the same files
 never trigger twice, a changed file triggers exactly one rerun, and A -> B -> A reruns.
-Days before the source's first partition day are not partitions: the sensor says so in
-its log and its skip reason instead of requesting a run Dagster would refuse.
+Days before the source's first partition day (or after its last) are not partitions: the
+sensor says so in its log and its skip reason instead of requesting a run Dagster would refuse.
 """
 
 import datetime as dt
@@ -45,7 +45,7 @@ def transition_run_key(scope: str, previous: str | None, current: str | None) ->
 
 
 class LandingCursor:
-    """Per day (listing hint, content), and the early days already reported.
+    """Per day (listing hint, content), and the early (and late) days already reported.
 
     The listing hint (names, sizes, ETags or mtimes) is what a tick compares; content is
     looked at only for a day whose hint moved. A cursor of the previous version keeps its
@@ -61,12 +61,14 @@ class LandingCursor:
             data = {"v": _CURSOR_VERSION, "seen": {}, "early": []}
         self.seen: dict[str, list[str | None]] = data["seen"]
         self.early: list[str] = data.get("early", [])
+        self.late: list[str] = data.get("late", [])
 
     def serialize(self) -> str:
         """JSON for ``context.update_cursor``."""
-        return json.dumps(
-            {"v": _CURSOR_VERSION, "seen": self.seen, "early": self.early}, sort_keys=True
-        )
+        data: dict[str, Any] = {"v": _CURSOR_VERSION, "seen": self.seen, "early": self.early}
+        if self.late:  # only sources with a last partition day have late days
+            data["late"] = self.late
+        return json.dumps(data, sort_keys=True)
 
 
 def landing_changes(
@@ -101,14 +103,34 @@ def listed_days(root: LandingRoot, contract: SourceContract) -> dict[dt.date, Di
     return {day: discovery for day, discovery in found.items() if discovery.files}
 
 
-def early_days_message(contract: SourceContract, days: Sequence[dt.date]) -> str:
-    """What the sensor says about landing days before the first partition day."""
-    shown = ", ".join(d.isoformat() for d in days[:5]) + (
+def _shown(days: Sequence[dt.date]) -> str:
+    return ", ".join(d.isoformat() for d in days[:5]) + (
         f" and {len(days) - 5} more" if len(days) > 5 else ""
     )
+
+
+# Landing days outside a source's partitions: (the cursor's list of them, which bound, the
+# declaration field that moves it).
+_OUTSIDE = {
+    "early": ("before the first partition day", "first_day"),
+    "late": ("after the last partition day", "last_day"),
+}
+
+
+def outside_days(contract: SourceContract, days: Sequence[dt.date]) -> dict[str, list[dt.date]]:
+    """The landing days before the first and after the last partition day, by side."""
+    return {
+        "early": [d for d in days if contract.before_first_day(d)],
+        "late": [d for d in days if contract.after_last_day(d)],
+    }
+
+
+def outside_days_message(contract: SourceContract, side: str, days: Sequence[dt.date]) -> str:
+    """What the sensor says about landing days on one ``side`` of the partitions."""
+    where, field = _OUTSIDE[side]
     return (
-        f"{contract.name}: landing day(s) {shown} are before the first partition day "
-        f"{contract.first_day} and are not loaded; set first_day in the source's "
+        f"{contract.name}: landing day(s) {_shown(days)} are {where} "
+        f"{getattr(contract, field)} and are not loaded; set {field} in the source's "
         "declaration to load them"
     )
 
@@ -157,14 +179,17 @@ def daily_landing_sensor(
             )
             for day, previous, content in landing_changes(root, contract, cursor, valid_keys, found)
         ]
-        early = [d for d in days if contract.before_first_day(d)]
-        skip = None
-        if early:
-            message = early_days_message(contract, early)
-            if [d.isoformat() for d in early] != cursor.early:
+        reported = []
+        for side, outside in outside_days(contract, days).items():
+            if not outside:
+                continue
+            message = outside_days_message(contract, side, outside)
+            shown = [d.isoformat() for d in outside]
+            if shown != getattr(cursor, side):
                 context.log.warning(message)
-                cursor.early = [d.isoformat() for d in early]
-            skip = None if requests else message
+                setattr(cursor, side, shown)
+            reported.append(message)
+        skip = None if requests or not reported else "; ".join(reported)
         return dg.SensorResult(run_requests=requests, cursor=cursor.serialize(), skip_reason=skip)
 
     return _sensor

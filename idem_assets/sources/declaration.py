@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -375,12 +376,23 @@ class LandingSource(Declared):
             encoding=self.encoding,
             rules=tuple(r for c in self.read_columns for r in c.value_rules),
             first_day=first_day,
+            last_day=self.last_day if isinstance(self, DailySource) else None,
             max_field_bytes=self.max_field_bytes,
         )
 
     def derived_rules(self) -> tuple[ValueRule, ...]:
         """Rules on derived columns (checked on table rows, never quarantined)."""
         return tuple(r for c in self.columns if c.derived for r in c.value_rules)
+
+
+# A day field's JSON schema: a date, or {env: VARIABLE, default: DAY} (day_from_environment).
+_DAY_SCHEMA: dict[str, Any] = {"type": "string", "format": "date"}
+_DAY_FROM_ENVIRONMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"env": {"type": "string"}, "default": _DAY_SCHEMA},
+    "required": ["env"],
+    "additionalProperties": False,
+}
 
 
 def day_from_environment(value: Mapping[str, Any]) -> Any:
@@ -407,27 +419,20 @@ class DailySource(LandingSource):
 
     snapshot: Literal[False] = Field(default=False, description="false: a daily source.")
     first_day: Annotated[
-        dt.date,
-        WithJsonSchema(
-            {
-                "anyOf": [
-                    {"type": "string", "format": "date"},
-                    {
-                        "type": "object",
-                        "properties": {
-                            "env": {"type": "string"},
-                            "default": {"type": "string", "format": "date"},
-                        },
-                        "required": ["env"],
-                        "additionalProperties": False,
-                    },
-                ]
-            }
-        ),
+        dt.date, WithJsonSchema({"anyOf": [_DAY_SCHEMA, _DAY_FROM_ENVIRONMENT_SCHEMA]})
     ] = Field(
         description="First partition day (YYYY-MM-DD), or {env: VARIABLE, default: YYYY-MM-DD} "
         "to read it from the environment when the code location loads (the shipped example's "
         "days start where `make run`'s sample data starts)."
+    )
+    last_day: Annotated[
+        dt.date | None,
+        WithJsonSchema({"anyOf": [_DAY_SCHEMA, _DAY_FROM_ENVIRONMENT_SCHEMA, {"type": "null"}]}),
+    ] = Field(
+        default=None,
+        description="Last partition day, included (YYYY-MM-DD, not before first_day), or "
+        "{env: VARIABLE, default: YYYY-MM-DD}; none: partitions run up to today (the shipped "
+        "TPC-H example's partitions end where `make run`'s TPC-H data ends).",
     )
     partition_date: str | None = Field(
         default=None, description="Date column that must equal the day of the file's folder."
@@ -444,6 +449,24 @@ class DailySource(LandingSource):
             raise ValueError(cls.WHY["first_day"])
         if isinstance(value, Mapping):
             return day_from_environment(value)
+        return value
+
+    @field_validator("last_day", mode="before")
+    @classmethod
+    def _last_day(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return day_from_environment(value)
+        return value
+
+    @field_validator("last_day")
+    @classmethod
+    def _not_before_first_day(cls, value: dt.date | None, info: ValidationInfo) -> dt.date | None:
+        first = info.data.get("first_day")  # absent when first_day itself is refused
+        if value is not None and first is not None and value < first:
+            raise ValueError(
+                f"{value} is before first_day {first}; the partitions run from first_day "
+                "through last_day (both included), so last_day is first_day or later"
+            )
         return value
 
     @field_validator("strategy")
@@ -507,7 +530,7 @@ class SnapshotSource(LandingSource):
 
     WHY: ClassVar[dict[str, str]] = {
         field: "a snapshot source has no partitions; remove it"
-        for field in ("first_day", "partition_date", "partition_column")
+        for field in ("first_day", "last_day", "partition_date", "partition_column")
     }
 
     snapshot: Literal[True] = Field(description="true: a snapshot source.")

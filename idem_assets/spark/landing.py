@@ -12,6 +12,7 @@ Executor memory is bounded by a piece of a file (``PIECE_BYTES``), not by the fi
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,12 +81,20 @@ def judged_schema(contract: SourceContract) -> T.StructType:
     return T.StructType(fields)
 
 
+def _arrow_schema(schema: T.StructType) -> pa.Schema:
+    """Spark's Arrow schema with timestamps in UTC: pyspark 4.2 renamed 4.1's
+    ``timestamp_utc=True`` to ``timezone="UTC"`` (the same Arrow type)."""
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timezone="UTC")
+    return to_arrow_schema(schema, timestamp_utc=True)  # type: ignore[call-arg]
+
+
 class Records:
     """Arrow record batches in the judged schema, from the reader's tables."""
 
     def __init__(self, contract: SourceContract) -> None:
         self.contract = contract
-        self.schema = to_arrow_schema(judged_schema(contract), timezone="UTC")
+        self.schema = _arrow_schema(judged_schema(contract))
 
     def batch(self, kind: str, columns: Mapping[str, pa.Array], rows: int) -> pa.RecordBatch:
         arrays = []

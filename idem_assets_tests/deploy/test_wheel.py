@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -11,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from idem_assets_tests.build_wheel import build_wheel
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("wheel_probe.py")
 
 
@@ -23,38 +23,8 @@ def _run(argv: list[str], cwd: Path) -> str:
     return done.stdout
 
 
-def _build_wheel(tmp_path: Path) -> Path:
-    """Build from a copy of the sources, so the build leaves nothing in the working tree."""
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "idem_assets", source / "idem_assets", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    dist = tmp_path / "dist"
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--wheel-dir",
-            str(dist),
-            str(source),
-        ],
-        tmp_path,
-    )
-    wheels = list(dist.glob("idem_assets-*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
-
-
 def test_wheel_installs_into_a_fresh_venv_and_declares_what_it_imports(tmp_path):
-    wheel = _build_wheel(tmp_path)
+    wheel = build_wheel(tmp_path)
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
     python = venv / "bin" / "python"

@@ -13,6 +13,8 @@ import pyarrow as pa
 import pytest
 import yaml
 
+from idem_assets.lib import source_definitions
+from idem_assets.partitions import daily_partitions
 from idem_assets.sample.sources import DEFS_DIR, EVENTS_SOURCE, ORDERS, ORDERS_SOURCE
 from idem_assets.sources import (
     AllowedRule,
@@ -102,6 +104,17 @@ CASES = [
     (with_(first_day=None), "first_day: a daily source needs its first partition day"),
     (with_(first_day="2024-02-30"), "first_day: Input should be a valid date"),
     (
+        with_(last_day="2024-02-29"),
+        "last_day: 2024-02-29 is before first_day 2024-03-01; the partitions run from "
+        "first_day through last_day (both included), so last_day is first_day or later",
+    ),
+    (with_(last_day="2024-03-32"), "last_day: Input should be a valid date"),
+    (
+        with_(last_day={"env": "IDEM_TEST_LAST_DAY", "days": 3}),
+        "last_day: a day from the environment is {env: VARIABLE, default: YYYY-MM-DD}; "
+        "unknown key(s): days",
+    ),
+    (
         with_(partition_date=None, strategy="overwrite"),
         "strategy overwrite replaces the run's days, so it needs partition_date",
     ),
@@ -111,6 +124,10 @@ CASES = [
     ),
     (with_(strategy="replace"), "strategy: replace is for snapshot sources"),
     (with_(snapshot=True), "first_day: a snapshot source has no partitions; remove it"),
+    (
+        with_(snapshot=True, first_day=None, last_day="2024-03-03"),
+        "last_day: a snapshot source has no partitions; remove it",
+    ),
     (with_(layout="{source}/latest"), "layout '{source}/latest' names no day"),
     (
         with_(layout="{source}/{day}"),
@@ -349,3 +366,71 @@ def test_a_source_is_of_one_kind_and_has_only_that_kinds_fields(tmp_path):
     assert not hasattr(snapshot, "first_day") and snapshot.contract().daily is False
     with pytest.raises(TypeError, match="declare a DailySource"):
         LandingSource(**GOOD)
+
+
+def partition_keys(source: LandingSource) -> list[str]:
+    """The partition keys of the asset a declared source yields."""
+    (asset,) = source_definitions(source).assets or ()
+    assert isinstance(asset, dg.AssetsDefinition) and asset.partitions_def is not None
+    return asset.partitions_def.get_partition_keys()
+
+
+def test_last_day_ends_the_partitions_it_includes(tmp_path):
+    source = load_source(write(tmp_path, with_(last_day="2024-03-03")))
+    assert isinstance(source, DailySource) and source.last_day == dt.date(2024, 3, 3)
+    assert partition_keys(source) == ["2024-03-01", "2024-03-02", "2024-03-03"]
+    assert source.contract().last_day == dt.date(2024, 3, 3)
+    # Dagster's end_date is exclusive: the day after the last partition.
+    partitions = daily_partitions(source.first_day, source.last_day)
+    assert partitions.end is not None and partitions.end.date() == dt.date(2024, 3, 4)
+    # first_day == last_day is one partition.
+    one = load_source(write(tmp_path, with_(last_day="2024-03-01")))
+    assert partition_keys(one) == ["2024-03-01"]
+
+
+def test_without_last_day_the_partitions_run_up_to_today(tmp_path):
+    source = load_source(write(tmp_path, GOOD))
+    assert isinstance(source, DailySource) and source.last_day is None
+    assert source.contract().last_day is None
+    keys = partition_keys(source)
+    yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
+    assert keys[0] == "2024-03-01" and keys[-1] >= yesterday.isoformat()
+
+
+def test_last_day_may_come_from_the_environment(tmp_path, monkeypatch):
+    attributes = with_(last_day={"env": "IDEM_TEST_LAST_DAY", "default": "2024-03-03"})
+    monkeypatch.delenv("IDEM_TEST_LAST_DAY", raising=False)
+    unset = load_source(write(tmp_path, attributes))
+    assert isinstance(unset, DailySource) and unset.last_day == dt.date(2024, 3, 3)
+    assert partition_keys(unset) == ["2024-03-01", "2024-03-02", "2024-03-03"]
+
+    monkeypatch.setenv("IDEM_TEST_LAST_DAY", "2024-03-05")
+    set_ = load_source(write(tmp_path, attributes))
+    assert isinstance(set_, DailySource) and set_.last_day == dt.date(2024, 3, 5)
+    assert partition_keys(set_)[-1] == "2024-03-05" and len(partition_keys(set_)) == 5
+
+    # A day from the environment is judged like a written one.
+    monkeypatch.setenv("IDEM_TEST_LAST_DAY", "2024-02-01")
+    path = write(tmp_path, attributes)
+    with pytest.raises(DeclarationError) as raised:
+        load_source(path)
+    assert "last_day: 2024-02-01 is before first_day 2024-03-01" in str(raised.value)
+
+    # Without the variable and without a default there is no day to read.
+    monkeypatch.delenv("IDEM_TEST_LAST_DAY")
+    path = write(tmp_path, with_(last_day={"env": "IDEM_TEST_LAST_DAY"}))
+    with pytest.raises(DeclarationError, match="IDEM_TEST_LAST_DAY is not set and no default"):
+        load_source(path)
+
+
+def test_last_day_in_python_and_in_daily_partitions():
+    source = DailySource.model_validate({**GOOD, "last_day": dt.date(2024, 3, 2)})
+    assert partition_keys(source) == ["2024-03-01", "2024-03-02"]
+    with pytest.raises(ValueError, match="2024-02-01 is before first_day 2024-03-01"):
+        DailySource.model_validate({**GOOD, "last_day": "2024-02-01"})
+    with pytest.raises(ValueError, match="last_day 2024-02-01 is before first_day 2024-03-01"):
+        daily_partitions(dt.date(2024, 3, 1), dt.date(2024, 2, 1))
+    # Equal first and last days, equal definitions: their assets share jobs and backfills.
+    assert daily_partitions(dt.date(2024, 3, 1), dt.date(2024, 3, 2)) == daily_partitions(
+        dt.date(2024, 3, 1), dt.date(2024, 3, 2)
+    )

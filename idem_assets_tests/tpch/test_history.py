@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 from decimal import Decimal
 from pathlib import Path
+from unittest import mock
 
 import dagster as dg
 import pyarrow as pa
@@ -63,7 +65,10 @@ class History:
     """The tpch_orders declaration over a landing zone, with a lake of its own."""
 
     def __init__(self, landing: Path, root: Path) -> None:
-        defs, self.lake = declared_definitions([load_source(DECLARATION)], landing, root)
+        # The shipped declaration's partitions end where `make tpch-data`'s 31 days end.
+        with mock.patch.dict(os.environ, {"IDEM_TPCH_LAST_DAY": LAST_DAY.isoformat()}):
+            source = load_source(DECLARATION)
+        defs, self.lake = declared_definitions([source], landing, root)
         alone = dg.define_asset_job(
             "history", selection=dg.AssetSelection.assets(ASSET).without_checks()
         )
