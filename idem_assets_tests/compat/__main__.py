@@ -29,7 +29,7 @@ from pathlib import Path
 from idem_assets_tests.build_wheel import ROOT, build_wheel
 
 SETS = ("newest", "oldest")
-EXTRAS = ("postgres", "spark")
+EXTRAS = ("ui", "dg", "postgres", "spark")
 # Every Dagster surface the library touches, on real tables: the IO manager, checks per
 # partition, sensors and the known-answer fingerprint (compat/test_surfaces.py), the docs'
 # complete examples (library, deployment, migrating), and a team's own project scaffolded

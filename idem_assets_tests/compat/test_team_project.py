@@ -1,7 +1,7 @@
 """A team's own project, from the README's "Use it in your own project", run as written.
 
 The block runs in one bash shell from an empty folder, in the virtualenv of the set under
-test: ``pip install idem_assets create-dagster`` finds the wheel just built (everything else
+test: ``pip install "idem_assets[dg]" create-dagster`` finds the wheel just built (everything else
 is installed already), create-dagster scaffolds the project, and dg and idem-assets find
 its code location with no flags. Then the outcome: the day's rows in the Delta table, the
 source's checks passed per partition, no erased key, and the table's pool listed.
