@@ -442,18 +442,11 @@ class DailySource(LandingSource):
     )
     backfill: BackfillOptions = Field(default_factory=BackfillOptions)
 
-    @field_validator("first_day", mode="before")
+    @field_validator("first_day", "last_day", mode="before")
     @classmethod
-    def _first_day(cls, value: Any) -> Any:
-        if value is None:
+    def _day(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None and info.field_name == "first_day":
             raise ValueError(cls.WHY["first_day"])
-        if isinstance(value, Mapping):
-            return day_from_environment(value)
-        return value
-
-    @field_validator("last_day", mode="before")
-    @classmethod
-    def _last_day(cls, value: Any) -> Any:
         if isinstance(value, Mapping):
             return day_from_environment(value)
         return value
