@@ -38,6 +38,8 @@ from idem_assets.check.erase import (
     erase_report,
     erasure_status,
     parse_key,
+    vacuum_now,
+    vacuum_report,
 )
 from idem_assets.check.location import CheckCommandError, load_definitions
 from idem_assets.check.pools import apply_writers, declared_writers
@@ -91,12 +93,21 @@ def main(argv: list[str] | None = None) -> int:
         "erase",
         help="erase a key from every lake table declaring it, and from every later write",
     )
-    what = erase.add_mutually_exclusive_group(required=True)
+    what = erase.add_mutually_exclusive_group()
     what.add_argument("--key", metavar="COLUMN=VALUE", help="the key to erase, e.g. customer_id=42")
     what.add_argument(
         "--status",
         action="store_true",
-        help="list the erased keys (by digest) and the files still holding each",
+        help="list the erased keys (by digest) and every data file on storage still holding "
+        "each (current, removed by a commit, change data), from a scan of every table "
+        "declaring the key's column and the tables kept beside it",
+    )
+    erase.add_argument(
+        "--vacuum-now",
+        action="store_true",
+        help="finish erasures now: override vacuum's retention for the tables still holding "
+        "an erased key (time travel to their earlier versions and readers still on one lose "
+        "their files; change-feed consumers cannot read the deleted change data)",
     )
     erase.add_argument(
         "--tables", help="comma-separated lake tables (default: every table declaring the column)"
@@ -173,13 +184,19 @@ def _erase(args: argparse.Namespace) -> int:
             args.module_name, args.python_file, args.attribute, Path.cwd()
         )
         declared = erasable_tables(definitions)
+        if not (args.key or args.status or args.vacuum_now):
+            raise EraseError("give --key COLUMN=VALUE, --status or --vacuum-now")
+        if args.status and args.vacuum_now:
+            raise EraseError("--vacuum-now prints the status after it; give one of the two")
         with bound_resources(definitions) as (lake, checkpoint), checkpoint.open() as store:
-            if args.status:
-                print(erasure_status(ErasureLedger(store), lake))
-                return 0
-            column, value = parse_key(args.key)
-            tables = [t.strip() for t in args.tables.split(",")] if args.tables else None
-            print(erase_report(erase(lake, store, declared, column, value, tables)))
+            if args.key:
+                column, value = parse_key(args.key)
+                tables = [t.strip() for t in args.tables.split(",")] if args.tables else None
+                print(erase_report(erase(lake, store, declared, column, value, tables)))
+            if args.vacuum_now:
+                print(vacuum_report(vacuum_now(lake, store, declared)))
+            elif args.status:
+                print(erasure_status(ErasureLedger(store), lake, declared))
     except (CheckCommandError, EraseError) as error:
         print(f"idem-assets erase: {error}", file=sys.stderr)
         return 2

@@ -11,12 +11,20 @@ decision, made in the store.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from idem_assets.checkpoint.model import Memo
 from idem_assets.checkpoint.store import CheckpointStore
-from idem_assets.lake.erasure import Erased, ErasedFrom, files_holding, key_digest
+from idem_assets.lake.erasure import (
+    Erased,
+    ErasedFrom,
+    FileScan,
+    HeldFile,
+    files_holding,
+    key_digest,
+    satellites,
+)
 from idem_assets.lake.tables import LakeTable
 
 SCOPE = "erasures"
@@ -24,21 +32,39 @@ SCOPE = "erasures"
 
 @dataclass(frozen=True)
 class Erasure:
-    """One erased key and, per table, the erase commit and the files still holding it."""
+    """One erased key: per table the erase commit and rows deleted, what the last scan of
+    storage found holding it (table -> [path, kind] pairs), and when none was left."""
 
     column: str
     value: str
     erased_at: float
     tables: Mapping[str, Mapping[str, Any]]
+    held: Mapping[str, list[list[str]]] = field(default_factory=dict)
+    scanned_at: float | None = None
+    gone_at: float | None = None  # the first scan after which no file held it
 
     @property
     def digest(self) -> str:
         """The key's name in logs and reports."""
         return key_digest(self.column, self.value)
 
-    def pending_files(self) -> dict[str, list[str]]:
-        """Table name -> data files that held the key and were not yet seen gone."""
-        return {name: list(t["files"]) for name, t in self.tables.items() if t.get("files")}
+
+@dataclass(frozen=True)
+class StorageScan:
+    """One scan of storage for every erased key: each table's files, and each key's entry
+    as the scan left it in the ledger."""
+
+    tables: Mapping[str, FileScan]  # by table name (satellites as <table><suffix>)
+    entries: tuple[Erasure, ...]
+
+    def holding(self, erasure: Erasure) -> dict[str, list[HeldFile]]:
+        """Table name -> the files holding ``erasure``'s key."""
+        out: dict[str, list[HeldFile]] = {}
+        for name, scan in self.tables.items():
+            files = [f for f in scan.held if erasure.digest in f.keys]
+            if files:
+                out[name] = files
+        return out
 
 
 def _memo_key(column: str, value: str) -> str:
@@ -66,38 +92,55 @@ class ErasureLedger:
         tables = dict(erasure.tables)
         for name, item in done.items():
             earlier = tables.get(name, {})
-            files = sorted({*earlier.get("files", ()), *item.files_removed})
             tables[name] = {
                 "version": item.version if item.version is not None else earlier.get("version"),
                 "rows": int(earlier.get("rows", 0)) + item.rows_deleted,
-                "files": files,
             }
-        updated = Erasure(erasure.column, erasure.value, erasure.erased_at, tables)
+        updated = replace(erasure, tables=tables)
         self._keep(updated)
         return updated
 
-    def files_gone(self, erasure: Erasure, name: str, remaining: Iterable[str]) -> Erasure:
-        """Keep only ``remaining`` as the files of table ``name`` still holding the key."""
-        tables = dict(erasure.tables)
-        if name in tables:
-            tables[name] = {**tables[name], "files": sorted(remaining)}
-        updated = Erasure(erasure.column, erasure.value, erasure.erased_at, tables)
-        self._keep(updated)
-        return updated
-
-    def still_holding(
-        self, erasure: Erasure, table: Callable[[str], LakeTable]
-    ) -> dict[str, list[str]]:
-        """Table name -> the data files still on storage that hold the key (``table`` locates
-        a table by name); the ledger forgets the files found gone (vacuumed)."""
-        held = {}
-        for name, files in erasure.pending_files().items():
-            remaining = files_holding(table(name), files)
-            if len(remaining) < len(files):
-                erasure = self.files_gone(erasure, name, remaining)
-            if remaining:
-                held[name] = remaining
-        return held
+    def scan(
+        self,
+        locate: Callable[[str], LakeTable],
+        declared: Mapping[str, tuple[str, ...]],
+        names: Iterable[str] | None = None,
+    ) -> StorageScan:
+        """Scan storage for every erased key: each table of ``declared`` (name -> erasable
+        columns; ``locate`` finds a table by name) that declares an erased key's column, and
+        the tables kept beside it, once each for all their keys. Each key's entry records
+        what was found and, the first time nothing was, when it was fully gone. ``names``
+        limits the scan to those tables (and the ledger's records to what they hold)."""
+        entries = self.entries()
+        erased = self.erased()
+        scans: dict[str, FileScan] = {}
+        columns: dict[str, tuple[str, ...]] = {}  # scanned table -> its declared columns
+        for name in sorted(names if names is not None else declared):
+            wanted = erased.of(declared.get(name, ()))
+            if not wanted:
+                continue
+            target = locate(name)
+            for table in (target, *satellites(target)):
+                scanned = name + table.uri[len(target.uri) :]
+                scans[scanned] = files_holding(table, wanted)
+                columns[scanned] = declared[name]
+        at = self.store.now()
+        done = StorageScan(scans, ())
+        updated = []
+        for entry in entries:
+            if not any(entry.column in c for c in columns.values()):
+                updated.append(entry)  # no table scanned declares its column
+                continue
+            held = {t: f for t, f in entry.held.items() if t not in scans}
+            held |= {
+                table: [[f.path, f.kind] for f in files]
+                for table, files in done.holding(entry).items()
+            }
+            gone_at = None if held else (entry.gone_at if entry.gone_at is not None else at)
+            entry = replace(entry, held=held, scanned_at=at, gone_at=gone_at)
+            self._keep(entry)
+            updated.append(entry)
+        return StorageScan(scans, tuple(updated))
 
     def find(self, column: str, value: str) -> Erasure | None:
         """The record of one key, if it was erased."""
@@ -129,6 +172,9 @@ class ErasureLedger:
                         "value": erasure.value,
                         "erased_at": erasure.erased_at,
                         "tables": dict(erasure.tables),
+                        "held": dict(erasure.held),
+                        "scanned_at": erasure.scanned_at,
+                        "gone_at": erasure.gone_at,
                     },
                 )
             ],
@@ -137,4 +183,12 @@ class ErasureLedger:
 
 def _erasure(memo: Memo) -> Erasure:
     value = memo.value
-    return Erasure(value["column"], value["value"], float(value["erased_at"]), value["tables"])
+    return Erasure(
+        value["column"],
+        value["value"],
+        float(value["erased_at"]),
+        value["tables"],
+        value.get("held", {}),
+        value.get("scanned_at"),
+        value.get("gone_at"),
+    )

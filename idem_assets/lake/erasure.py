@@ -3,8 +3,11 @@
 Deleting a person's rows is not enough where tables are recomputed from landing files: a
 rerun or backfill of an old day reads the files again and brings the rows back. So an
 erased key is also a filter (``Erased``) that every later write applies to its rows, on
-every engine, and the files the delete removed from the table are found and reported
-(``files_holding``) until vacuum deletes them after the retention.
+every engine. What still holds the key on storage is found by ``files_holding``: every
+data file under the table's folder (its current files, files earlier commits removed that
+vacuum has not deleted yet, change-data files, files no commit ever added), decided by the
+Delta log's statistics or the file's own Parquet statistics where those exclude the value,
+and by reading the key columns where they cannot.
 
 Values are compared as text (``42`` matches an integer 42 and a string "42"): the key
 arrives from a command line, and one spelling must reach every table that holds it. The
@@ -14,9 +17,11 @@ delete is a MERGE whose source table carries the value; no predicate is built fr
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.commits import Attempt, commit_retried
@@ -30,11 +35,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
 else:
     # imported on first use: see idem_assets._lazy
     pa = lazy_module("pyarrow")
     pc = lazy_module("pyarrow.compute")
     pafs = lazy_module("pyarrow.fs")
+    pq = lazy_module("pyarrow.parquet")
 
 _SOURCE, _TARGET = "s", "t"
 
@@ -151,13 +159,241 @@ def satellites(target: LakeTable) -> list[LakeTable]:
     ]
 
 
-def files_holding(target: LakeTable, paths: Iterable[str]) -> list[str]:
-    """Which of ``paths`` (data files an erase removed, relative to the table) are still on
-    storage: they hold the erased key until vacuum deletes them."""
-    still = []
-    for path in paths:
-        location = path if "://" in path or path.startswith("/") else f"{target.uri}/{path}"
-        fs, inner = filesystem(location)
-        if fs.get_file_info(inner).type != pafs.FileType.NotFound:
-            still.append(path)
-    return still
+CURRENT, REMOVED, CHANGE_DATA, UNLOGGED = "current", "removed", "change data", "not in the log"
+_LOG_FOLDER, _CHANGE_FOLDER = "_delta_log", "_change_data"
+# Delta writers may cut string statistics short: a bound this long does not decide.
+_SHORTEST_CUT = 32
+
+
+@dataclass(frozen=True)
+class HeldFile:
+    """A data file on storage holding erased keys."""
+
+    path: str  # relative to the table's folder
+    kind: str  # CURRENT, REMOVED (by a commit, not yet vacuumed), CHANGE_DATA or UNLOGGED
+    keys: tuple[str, ...]  # the erased keys it holds, by digest
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What ``files_holding`` found in one table's folder, and how it decided."""
+
+    uri: str
+    held: tuple[HeldFile, ...]
+    files: int  # data files on storage
+    by_statistics: int  # decided without reading rows (the log's or the file's statistics)
+    read: int  # files whose key columns were read
+
+
+def files_holding(target: LakeTable, erased: Erased) -> FileScan:
+    """Every data file under ``target``'s folder that holds a key of ``erased``, whatever
+    version (if any) refers to it; statistics rule a file out where they can, the key
+    columns are read where they cannot."""
+    table = target.open()
+    if table is None or not erased:
+        return FileScan(target.uri, (), 0, 0, 0)
+    fs, base = filesystem(table.table_uri)
+    base = base.rstrip("/")
+    current = _current_statistics(table)
+    added = _ever_added(fs, base)
+    held, counted, decided, read = [], 0, 0, 0
+    for info in fs.get_file_info(pafs.FileSelector(base, recursive=True)):
+        relative = info.path[len(base) + 1 :]
+        if (
+            info.type != pafs.FileType.File
+            or not relative.endswith(".parquet")
+            or relative.split("/")[0] == _LOG_FOLDER
+        ):
+            continue
+        counted += 1
+        keys, how = _keys_in(fs, info.path, relative, erased, current.get(relative))
+        decided += how == "statistics"
+        read += how == "read"
+        if keys:
+            held.append(HeldFile(relative, _kind(relative, current, added), tuple(sorted(keys))))
+    return FileScan(target.uri, tuple(held), counted, decided, read)
+
+
+def _kind(relative: str, current: Mapping[str, object], added: set[str]) -> str:
+    if relative in current:
+        return CURRENT
+    if relative.split("/")[0] == _CHANGE_FOLDER:
+        return CHANGE_DATA
+    return REMOVED if relative in added else UNLOGGED
+
+
+def _current_statistics(table: DeltaTable) -> dict[str, dict[str, tuple[object, object]]]:
+    """Path -> column -> (min, max) of each current file, as its add action states them."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    columns = [
+        name[len("min.") :]
+        for name in actions.column_names
+        if name.startswith("min.") and f"max.{name[len('min.') :]}" in actions.column_names
+    ]
+    out: dict[str, dict[str, tuple[object, object]]] = {}
+    for row in actions.to_pylist():
+        path = unquote(row["path"])
+        out[path] = {c: (row[f"min.{c}"], row[f"max.{c}"]) for c in columns}
+    return out
+
+
+def _ever_added(fs: pafs.FileSystem, base: str) -> set[str]:
+    """Every data file a commit in the log on storage added (paths relative to the table)."""
+    added: set[str] = set()
+    selector = pafs.FileSelector(f"{base}/{_LOG_FOLDER}", allow_not_found=True)
+    for info in fs.get_file_info(selector):
+        if not info.path.endswith(".json"):
+            continue
+        with fs.open_input_stream(info.path) as handle:
+            for line in handle.read().decode("utf-8").splitlines():
+                path = (json.loads(line).get("add") or {}).get("path") if line.strip() else None
+                if path:
+                    added.add(unquote(path))
+    return added
+
+
+def _keys_in(
+    fs: pafs.FileSystem,
+    path: str,
+    relative: str,
+    erased: Erased,
+    logged: Mapping[str, tuple[object, object]] | None,
+) -> tuple[set[str], str]:
+    """The digests of the erased keys the file holds, and how that was decided."""
+    with fs.open_input_file(path) as handle:
+        parquet = pq.ParquetFile(handle)
+        names = set(parquet.schema_arrow.names)
+        found = _in_folder_names(relative, erased)
+        wanted = {
+            column: {v for v in values if not _ruled_out(parquet, column, v, logged)}
+            for column, values in erased.values.items()
+            if column in names
+        }
+        wanted = {column: values for column, values in wanted.items() if values}
+        if not wanted:
+            return found, "statistics"
+        rows = parquet.read(columns=sorted(wanted))
+    for column, values in wanted.items():
+        held = Erased({column: frozenset(values)}).held(rows)
+        texts = pc.cast(rows.column(column), pa.string()).filter(held).to_pylist()
+        found |= {key_digest(column, text) for text in set(texts)}
+    return found, "read"
+
+
+def _in_folder_names(relative: str, erased: Erased) -> set[str]:
+    """Keys named by the file's partition folders (``column=value``): the folder holds them."""
+    found = set()
+    for part in relative.split("/")[:-1]:
+        column, _, value = part.partition("=")
+        if unquote(value) in erased.values.get(column, ()):
+            found.add(key_digest(column, unquote(value)))
+    return found
+
+
+def _ruled_out(
+    parquet: pq.ParquetFile,
+    column: str,
+    value: str,
+    logged: Mapping[str, tuple[object, object]] | None,
+) -> bool:
+    """Whether statistics prove no row of the file holds ``value`` in ``column``: the add
+    action's bounds when the file is current, else the bounds of every row group."""
+    kind = parquet.schema_arrow.field(column).type
+    typed = _typed(value, kind)
+    if typed is _UNDECIDED:
+        return False
+    if typed is None:
+        return True  # a value this column's type never prints as
+    if logged is not None and column in logged and None not in logged[column]:
+        return not _within(typed, *logged[column])
+    metadata = parquet.metadata
+    index = parquet.schema_arrow.get_field_index(column)
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            return False
+        if stats.null_count == metadata.row_group(group).num_rows:
+            continue
+        if _within(typed, stats.min, stats.max):
+            return False
+    return True
+
+
+_UNDECIDED = object()
+
+
+def _typed(value: str, kind: pa.DataType) -> object:
+    """``value`` in the column's type when statistics of that type can decide it; None when
+    no value of the type prints as ``value`` (the text comparison could never match)."""
+    if pa.types.is_integer(kind):
+        try:
+            number = int(value)
+        except ValueError:
+            return None
+        return number if str(number) == value else None
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return value
+    return _UNDECIDED
+
+
+def _within(value: object, low: object, high: object) -> bool:
+    if isinstance(value, str):
+        if not isinstance(low, str) or not isinstance(high, str):
+            return True
+        if len(low) >= _SHORTEST_CUT or len(high) >= _SHORTEST_CUT:
+            return True  # possibly cut short: not a bound
+    try:
+        return bool(low <= value <= high)  # type: ignore[operator]
+    except TypeError:
+        return True
+
+
+# A file no commit added is left alone this long: it may be a write's, committing now.
+UNLOGGED_GRACE_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class ErasureVacuum:
+    """What ``vacuum_erased`` deleted from one table's folder, and what it left."""
+
+    uri: str
+    vacuumed: tuple[str, ...]  # every file earlier commits removed (Delta's vacuum)
+    deleted: tuple[str, ...]  # change-data and unlogged files holding an erased key
+    left: tuple[HeldFile, ...]  # current files (erase again), or unlogged ones too young
+
+
+def vacuum_erased(
+    target: LakeTable, scan: FileScan, now: float, grace_seconds: float = UNLOGGED_GRACE_SECONDS
+) -> ErasureVacuum:
+    """Delete now what holds an erased key in ``target``'s folder, overriding the retention:
+    Delta's vacuum with no retention (every file removed by a commit goes, so time travel
+    to earlier versions and readers still on one of them fail), then each change-data file
+    holding a key (its versions' changes can no longer be read) and each file no commit
+    added that is older than ``grace_seconds``. Current files are never touched."""
+    kinds = {f.kind for f in scan.held}
+    table = target.open()
+    vacuumed: list[str] = []
+    if table is not None and REMOVED in kinds:
+        vacuumed = table.vacuum(
+            retention_hours=0,
+            dry_run=False,
+            enforce_retention_duration=False,
+            full=False,
+            commit_properties=commit_properties({"idem.maintenance": "erasure vacuum"}),
+        )
+    fs, base = filesystem(target.uri)
+    deleted, left = [], []
+    for held in scan.held:
+        path = f"{base.rstrip('/')}/{held.path}"
+        if held.kind == CURRENT or (held.kind == UNLOGGED and _age(fs, path, now) < grace_seconds):
+            left.append(held)
+        elif fs.get_file_info(path).type == pafs.FileType.File:
+            # change data; unlogged; a removed file the log no longer lists as removed
+            fs.delete_file(path)
+            deleted.append(held.path)
+    return ErasureVacuum(target.uri, tuple(sorted(vacuumed)), tuple(deleted), tuple(left))
+
+
+def _age(fs: pafs.FileSystem, path: str, now: float) -> float:
+    modified = fs.get_file_info(path).mtime
+    return float("inf") if modified is None else now - modified.timestamp()

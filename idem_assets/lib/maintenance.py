@@ -16,6 +16,7 @@ from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore
 from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.check.erase import erasable_tables  # moves below the CLI after the modes land
 from idem_assets.lake.erasure import satellites
 from idem_assets.lake.maintenance import (
     MIN_RETENTION_HOURS,
@@ -77,9 +78,11 @@ def maintain(
     lake: LakeResource,
     known: Mapping[str, tuple[str, ...]],
     store: CheckpointStore | None = None,
+    erasable: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Iterator[dg.AssetObservation]:
     """Maintain the configured tables of ``known``; one observation per asset's table. With
-    ``store``, the erasure ledger learns which removed files holding erased keys are gone."""
+    ``store``, each vacuumed table declaring ``erasable`` columns is scanned for erased keys
+    afterwards (the ledger records what still holds each, and when a key is fully gone)."""
     names = config.tables or sorted(known)
     unknown = sorted(set(names) - set(known))
     if unknown:
@@ -116,29 +119,18 @@ def maintain(
         opened = target.open()
         assert opened is not None
         metadata["delta_version"] = opened.version()
-        if config.vacuum and store is not None:
-            metadata["files_holding_erased_keys"] = _erased_files_left(store, lake, name)
+        if config.vacuum and store is not None and name in (erasable or {}):
+            scan = ErasureLedger(store).scan(lake.table, erasable or {}, [name])
+            metadata["files_holding_erased_keys"] = sum(len(s.held) for s in scan.tables.values())
         context.log.info(f"{name}: {metadata}")
         if name != QUARANTINE_TABLE:
             yield dg.AssetObservation(asset_key=dg.AssetKey(name.split("/")), metadata=metadata)
 
 
-def _erased_files_left(store: CheckpointStore, lake: LakeResource, name: str) -> int:
-    """Files of table ``name`` and its satellites still holding erased keys, after a vacuum."""
-    ledger = ErasureLedger(store)
-    target = lake.table(name)
-    names = {name + t.uri[len(target.uri) :] for t in (target, *satellites(target))}
-    left = 0
-    for entry in ledger.entries():
-        if names & set(entry.pending_files()):
-            held = ledger.still_holding(entry, lake.table)
-            left += sum(len(files) for table, files in held.items() if table in names)
-    return left
-
-
 def maintenance_definitions(defs: dg.Definitions) -> dg.Definitions:
     """The maintenance job and its nightly schedule over every lake table of ``defs``."""
     known = lake_tables(_asset_specs(defs))
+    erasable = erasable_tables(defs)
 
     @dg.op(
         name="maintain_lake_tables",
@@ -152,7 +144,7 @@ def maintenance_definitions(defs: dg.Definitions) -> dg.Definitions:
         checkpoint: CheckpointResource,
     ) -> Iterator[dg.AssetObservation]:
         with checkpoint.open() as store:
-            yield from maintain(context, config, lake, known, store)
+            yield from maintain(context, config, lake, known, store, erasable)
 
     @dg.job(
         name="lake_maintenance_job",

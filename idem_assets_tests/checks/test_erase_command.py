@@ -82,7 +82,7 @@ def test_erase_removes_the_key_from_every_declaring_table_and_never_prints_it(er
     digest = key_digest("customer_id", str(customer))
     assert f"erased key {digest} (customer_id)" in erase.stdout
     assert f"customer_id={customer}" not in erase.stdout + erase.stderr
-    assert "still hold it until vacuum's retention passes" in erase.stdout
+    assert "data file(s) hold it" in erase.stdout and "removed by a commit" in erase.stdout
     assert _holders(tmp_path, customer) == {"orders": 0, "customers": 0}
     for name in ERASABLE:
         newest = DeltaTable(str(tmp_path / "lake" / name)).history(1)[0]
@@ -125,23 +125,42 @@ def test_the_key_written_back_behind_the_lake_turns_its_check_red(erased, tmp_pa
     assert str(customer) not in done.stdout.replace(KEYS[0], "")
 
 
-def test_after_the_retention_and_a_vacuum_no_file_holds_it(erased, tmp_path):
+def _listed(stdout: str, lake: Path) -> list[Path]:
+    """The files a status lists (``<table>: N data file(s) hold it`` then a line per file)."""
+    found, table = [], None
+    for line in stdout.splitlines():
+        if line.startswith("  ") and line.rstrip().endswith("data file(s) hold it"):
+            table = line.strip().split(":")[0]
+        elif line.startswith("    ") and table is not None:
+            found.append(lake / table / line.split()[0])
+    return sorted(found)
+
+
+def test_status_lists_every_file_a_scan_finds_and_vacuum_now_leaves_none(erased, tmp_path):
     source, customer, _ = erased
     shutil.copytree(source / "lake", tmp_path / "lake")
+    shutil.copytree(source / "landing", tmp_path / "landing")
     shutil.copy(source / "state.db", tmp_path / "state.db")
-    assert _files_holding(tmp_path, customer)  # the erase left them for the retention
+    # A rerun of every day after the erase: more versions, none of them holding the key.
+    done = _run(tmp_path, "check", "--select", SELECT, "--partition-range", RANGE, "--materialize")
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    held = _files_holding(tmp_path, customer)
+    assert held  # the erase left them for the retention
     status = _run(tmp_path, "erase", "--status")
-    assert status.returncode == 0 and "still hold it" in status.stdout
-    # The retention has passed (what lake_maintenance_job's vacuum does after seven days).
-    for table in (tmp_path / "lake").iterdir():
-        if (table / "_delta_log").is_dir():
-            DeltaTable(str(table)).vacuum(
-                retention_hours=0, enforce_retention_duration=False, dry_run=False
-            )
+    assert status.returncode == 0, status.stdout + status.stderr[-2000:]
+    assert _listed(status.stdout, tmp_path / "lake") == held, status.stdout
+    assert str(customer) not in status.stdout.replace(KEYS[0], "")
+    now = _run(tmp_path, "erase", "--vacuum-now")
+    assert now.returncode == 0, now.stdout + now.stderr[-2000:]
+    assert "retention overridden" in now.stdout and "time travel" in now.stdout
     assert _files_holding(tmp_path, customer) == []
+    assert "no data file holds it any more (since " in now.stdout
     status = _run(tmp_path, "erase", "--status")
-    assert "no data file holds it any more" in status.stdout
-    assert "still hold it" not in status.stdout
+    assert "no data file holds it any more (since " in status.stdout
+    assert "hold it\n" not in status.stdout and _listed(status.stdout, tmp_path / "lake") == []
+    # Every table still reads, at its newest version, with the rows it had.
+    for name in ERASABLE:
+        assert read_rows(DeltaTable(str(tmp_path / "lake" / name))).num_rows > 0
 
 
 def test_usage_errors_exit_2(erased):

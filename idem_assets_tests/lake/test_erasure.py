@@ -10,7 +10,15 @@ from deltalake import DeltaTable, write_deltalake
 from idem_assets.checkpoint import open_store
 from idem_assets.checkpoint.erasures import ErasureLedger
 from idem_assets.lake import LakeTable, read_rows
-from idem_assets.lake.erasure import Erased, erase_key, files_holding, key_digest
+from idem_assets.lake.erasure import (
+    CURRENT,
+    REMOVED,
+    Erased,
+    erase_key,
+    files_holding,
+    key_digest,
+    vacuum_erased,
+)
 
 
 def _customers(root) -> LakeTable:
@@ -50,17 +58,36 @@ def test_erasing_a_key_deletes_its_rows_in_one_commit_and_again_commits_nothing(
     assert DeltaTable(target.uri).version() == before + 1
 
 
+def _held(scan) -> list[str]:
+    return sorted(f.path for f in scan.held)
+
+
+def _relative(root, paths: list[str]) -> list[str]:
+    return sorted(str(p)[len(str(root)) + 1 :] for p in paths)
+
+
 def test_the_removed_files_hold_the_key_until_a_vacuum_deletes_them(tmp_path):
     target = _customers(tmp_path)
+    seven = Erased({"customer_id": frozenset({"7"})})
+    before = files_holding(target, seven)
+    assert [f.kind for f in before.held] == [CURRENT, CURRENT]
     done = erase_key(target, "customer_id", "7")
     assert len(done.files_removed) == 2
-    assert files_holding(target, done.files_removed) == list(done.files_removed)
-    assert len(_files_with(tmp_path / "customers", "customer_id", 7)) == 2
+    scan = files_holding(target, seven)
+    assert _held(scan) == sorted(done.files_removed) == _held(before)
+    assert {f.kind for f in scan.held} == {REMOVED}
+    assert scan.held[0].keys == (key_digest("customer_id", "7"),)
+    assert _held(scan) == _relative(
+        tmp_path / "customers", _files_with(tmp_path / "customers", "customer_id", 7)
+    )
+    # The third day's file (customers 10-17) is ruled out by its statistics; the erase's
+    # rewrite (0-6 and 8-12) is read, its bounds cannot rule 7 out.
+    assert (scan.files, scan.by_statistics, scan.read) == (4, 1, 3)
     # The retention passed: a vacuum deletes what no version younger than it needs.
     DeltaTable(target.uri).vacuum(
         retention_hours=0, enforce_retention_duration=False, dry_run=False
     )
-    assert files_holding(target, done.files_removed) == []
+    assert files_holding(target, seven).held == ()
     assert _files_with(tmp_path / "customers", "customer_id", 7) == []
 
 
@@ -85,19 +112,26 @@ def test_erased_keys_are_left_out_of_tables_and_streams_whatever_the_type():
     assert [b.num_rows for b in batches] == [1, 1]
 
 
-def test_the_ledger_keeps_each_key_once_and_forgets_files_found_gone(tmp_path):
+def test_the_ledger_keeps_each_key_once_and_records_when_it_was_fully_gone(tmp_path):
     target = _customers(tmp_path)
+    declared = {"customers": ("customer_id",)}
+    located = {"customers": target}.__getitem__
     with open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
         ledger = ErasureLedger(store)
         first = ledger.record("customer_id", "7")
         assert ledger.record("customer_id", "7").erased_at == first.erased_at
-        entry = ledger.note(first, {"customers": erase_key(target, "customer_id", "7")})
-        located = {"customers": target}.__getitem__
+        ledger.note(first, {"customers": erase_key(target, "customer_id", "7")})
         assert ledger.erased(["customer_id"]).values == {"customer_id": frozenset({"7"})}
         assert ledger.erased(["email"]).values == {}
-        assert len(ledger.still_holding(entry, located)["customers"]) == 2
-        DeltaTable(target.uri).vacuum(
-            retention_hours=0, enforce_retention_duration=False, dry_run=False
-        )
-        assert ledger.still_holding(ledger.entries()[0], located) == {}
-        assert ledger.entries()[0].pending_files() == {}
+        scan = ledger.scan(located, declared)
+        (entry,) = scan.entries
+        assert len(scan.holding(entry)["customers"]) == 2 and entry.gone_at is None
+        assert [kind for _, kind in ledger.entries()[0].held["customers"]] == [REMOVED] * 2
+        # Overriding the retention deletes them now; the next scan records the time.
+        vacuum_erased(target, scan.tables["customers"], store.now())
+        assert _files_with(tmp_path / "customers", "customer_id", 7) == []
+        (gone,) = ledger.scan(located, declared).entries
+        assert gone.held == {} and gone.gone_at is not None
+        assert ledger.entries()[0].gone_at == gone.gone_at
+        # A later scan keeps the first time it was found gone.
+        assert ledger.scan(located, declared).entries[0].gone_at == gone.gone_at
