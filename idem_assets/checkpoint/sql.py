@@ -231,6 +231,22 @@ VALUES (:scope, :memo_key, :stamp, :memo, :now)
 ON CONFLICT (scope, memo_key) DO UPDATE SET
     stamp = excluded.stamp, memo = excluded.memo, updated_at = excluded.updated_at"""
 
+# Compare-and-set on one memo (``remember_if``): the insert takes a key nobody holds, the
+# update replaces a memo only while its stamp and JSON text are still the expected ones
+# (encode_json writes one text per value). Under PostgreSQL's READ COMMITTED an UPDATE that
+# waited for a concurrent one re-checks its WHERE on the row that one left, so exactly one
+# of two racing callers changes the memo.
+INSERT_MEMO_IF_ABSENT = """
+INSERT INTO checkpoint_memos (scope, memo_key, stamp, memo, updated_at)
+VALUES (:scope, :memo_key, :stamp, :memo, :now)
+ON CONFLICT (scope, memo_key) DO NOTHING"""
+
+REPLACE_MEMO_IF_UNCHANGED = """
+UPDATE checkpoint_memos SET stamp = :stamp, memo = :memo, updated_at = :now
+WHERE scope = :scope AND memo_key = :memo_key AND stamp = :expected_stamp
+    AND (memo = :expected_memo
+        OR (memo IS NULL AND CAST(:expected_memo AS TEXT) IS NULL))"""
+
 FORGET_MEMOS = """
 DELETE FROM checkpoint_memos
 WHERE scope = :scope AND memo_key IN (SELECT value FROM {json_array:keys})"""

@@ -354,6 +354,32 @@ class CheckpointStore:
                 self._connection().cursor().executemany(self._sql(sql.PUT_MEMO), rows)
         return len(rows)
 
+    def remember_if(self, scope: str, memo: Memo, expected: Memo | None) -> bool:
+        """Compare-and-set one memo: keep ``memo`` only if the key holds no memo (``expected``
+        None) or still holds exactly ``expected`` (same stamp, same value); True if it did.
+
+        Values are compared as the JSON text ``encode_json`` writes (keys sorted), so a value
+        read back from ``memos`` is "exactly" itself, and ``1`` is not ``true``.
+        """
+        params = {
+            "scope": require_key("scope", scope),
+            "memo_key": require_key("memo key", memo.key),
+            "stamp": require_key("memo stamp", memo.stamp),
+            "memo": encode_json(f"memo {memo.key!r}", memo.value),
+            "now": self._now(),
+        }
+        statement = sql.INSERT_MEMO_IF_ABSENT
+        if expected is not None:
+            if expected.key != memo.key:
+                raise CheckpointInputError(
+                    f"remember_if: expected memo {expected.key!r} is not memo {memo.key!r}"
+                )
+            params["expected_stamp"] = expected.stamp
+            params["expected_memo"] = encode_json(f"expected memo {memo.key!r}", expected.value)
+            statement = sql.REPLACE_MEMO_IF_UNCHANGED
+        with self._transaction():
+            return bool(self._run(statement, params).rowcount)
+
     def forget(self, scope: str, keys: Iterable[str]) -> int:
         """Drop the memos of ``keys`` in ``scope``; returns how many there were."""
         wanted = key_list("keys", keys)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,59 @@ def test_a_version_1_store_is_upgraded_in_place(tmp_path: Path) -> None:
         assert store.memos(SCOPE, ["k"])["k"].value == 1
     versions = sqlite3.connect(path).execute("SELECT version FROM checkpoint_schema_version")
     assert sorted(v for (v,) in versions) == [1, sql.SCHEMA_VERSION]
+
+
+def test_remember_if_inserts_only_a_new_key_and_replaces_only_what_was_read(
+    store: CheckpointStore,
+) -> None:
+    first = Memo("offset", "table-a", {"acknowledged": 3, "handed_out": None})
+    assert store.remember_if(SCOPE, first, None)
+    assert not store.remember_if(SCOPE, Memo("offset", "table-a", {"acknowledged": 9}), None)
+    read = store.memos(SCOPE, ["offset"])["offset"]
+    assert read == first
+    moved = Memo("offset", "table-a", {"acknowledged": 5, "handed_out": None})
+    assert store.remember_if(SCOPE, moved, read)
+    assert not store.remember_if(SCOPE, Memo("offset", "table-a", {"acknowledged": 4}), read)
+    assert store.memos(SCOPE, ["offset"])["offset"] == moved
+    # Stamp and value must both still match; key order is not part of a value.
+    assert not store.remember_if(SCOPE, first, Memo("offset", "table-b", moved.value))
+    reordered = Memo("offset", "table-a", {"handed_out": None, "acknowledged": 5})
+    assert store.remember_if(SCOPE, Memo("offset", "table-a", None), reordered)
+    assert store.remember_if(SCOPE, first, Memo("offset", "table-a", None))  # NULL matches NULL
+    assert store.memos(SCOPE, ["offset"])["offset"] == first
+
+
+def test_remember_if_compares_the_stored_json_exactly(store: CheckpointStore) -> None:
+    store.remember(SCOPE, [Memo("k", "s", {"n": 1, "f": 1.5})])
+    # Python calls 1 == True == 1.0; the stored text does not.
+    assert not store.remember_if(SCOPE, Memo("k", "s", 2), Memo("k", "s", {"n": True, "f": 1.5}))
+    assert not store.remember_if(SCOPE, Memo("k", "s", 2), Memo("k", "s", {"n": 1.0, "f": 1.5}))
+    assert not store.remember_if(SCOPE, Memo("k", "s", 2), Memo("k", "s", None))
+    assert store.remember_if(SCOPE, Memo("k", "s", 2), Memo("k", "s", {"f": 1.5, "n": 1}))
+    assert store.forget(SCOPE, ["k"]) == 1
+    assert not store.remember_if(SCOPE, Memo("k", "s", 3), Memo("k", "s", 2))  # gone
+    assert store.memos(SCOPE, ["k"]) == {}
+    with pytest.raises(CheckpointInputError, match="is not memo"):
+        store.remember_if(SCOPE, Memo("k", "s", 3), Memo("other", "s", 2))
+
+
+def test_racing_compare_and_sets_each_win_once(store_url: str) -> None:
+    """Four connections add one to a counter 25 times each by read, compare-and-set, retry:
+    every value from 1 to 100 is written by exactly one of them."""
+    with open_store(store_url) as store:
+        assert store.remember_if(SCOPE, Memo("counter", "s", 0), None)
+
+    def add(_: int) -> list[int]:
+        won = []
+        with open_store(store_url) as mine:
+            while len(won) < 25:
+                read = mine.memos(SCOPE, ["counter"])["counter"]
+                if mine.remember_if(SCOPE, Memo("counter", "s", read.value + 1), read):
+                    won.append(read.value + 1)
+        return won
+
+    with ThreadPoolExecutor(4) as pool:
+        wins = [value for won in pool.map(add, range(4)) for value in won]
+    assert sorted(wins) == list(range(1, 101))
+    with open_store(store_url) as store:
+        assert store.memos(SCOPE, ["counter"])["counter"].value == 100

@@ -15,8 +15,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from deltalake import DeltaTable
 
-from idem_assets.checkpoint import open_store
+from idem_assets.checkpoint import Memo, open_store
 from idem_assets.lake import (
     ChangeFeed,
     ChangeFeedDisabledError,
@@ -35,11 +36,13 @@ from idem_assets.lake import (
     read_rows,
     replace_table,
 )
+from idem_assets.lake.changes import OFFSETS_SCOPE
 from idem_assets.lake.delta_log import removes
 from idem_assets.lake.maintenance import compact, vacuum
 from idem_assets.lake.staging import commit_staged, stage_batches
 from idem_assets.lake.stored import data_files
 from idem_assets.lake.tables import commit_properties, table_schema
+from idem_assets_tests.checkpoint.clock import SteppedClock
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 D1, D2, D3 = (dt.date(2024, 3, 1) + dt.timedelta(days=n) for n in range(3))
@@ -484,3 +487,130 @@ def test_two_writers_at_once_keep_the_feed_exact(tmp_path: Path, seed: int):
         downstream = LakeTable(str(tmp_path / "log"))
         consume(feed, downstream)
     assert fingerprint(rebuilt(downstream)) == want
+
+
+# --- One consumer name, several holders: leases on the store's clock --------------------
+
+
+def test_a_live_lease_keeps_the_range_from_another_holder_until_it_ends(tmp_path: Path):
+    source = LakeTable(str(tmp_path / "src"))
+    clock = SteppedClock()
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    with open_store(url, clock=clock) as store:
+        first = ChangeFeed(store, "copy", source, lease_seconds=30, holder="first")
+        second = ChangeFeed(store, "copy", source, lease_seconds=30, holder="second")
+        _overwrite(("id",))(source, state())
+        taken = first.pending()
+        assert (taken.start, taken.end, taken.holder) == (0, 0, "first")
+        assert taken.held_until == clock.now + 30
+        busy = second.pending()
+        assert busy.empty and busy.busy and busy.rows.num_rows == 0
+        assert (busy.holder, busy.held_until) == ("first", clock.now + 30)
+        _overwrite(("id",))(source, state(changed=True))  # a newer version comes meanwhile
+        clock.advance(10)
+        renewed = first.pending()  # its own range: handed out again, the lease renewed
+        assert (renewed.start, renewed.end, renewed.held_until) == (0, 0, clock.now + 30)
+        clock.advance(31)  # ... the first holder died: its lease is over
+        replay = second.pending()
+        assert (replay.start, replay.end, replay.holder) == (0, 0, "second")
+        assert fingerprint(replay.rows) == fingerprint(taken.rows)
+        assert first.pending().busy  # now the second one's
+        first.acknowledge(0)  # the late first holder's output holds version 0: it may say so
+        second.acknowledge(0)  # ... and the second one's acknowledge changes nothing
+        assert second.acknowledged() == 0
+        newer = first.pending()
+        assert (newer.start, newer.end) == (1, 1)
+        first.acknowledge(1)
+        second.acknowledge(0)  # never back
+        assert second.acknowledged() == 1 and second.pending().empty
+        assert not second.pending().busy
+
+
+def test_a_holder_that_gives_its_range_back_hands_it_to_the_next_at_once(tmp_path: Path):
+    source = LakeTable(str(tmp_path / "src"))
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    _overwrite(("id",))(source, state())
+    with open_store(url, clock=SteppedClock()) as store:
+        first = ChangeFeed(store, "copy", source, holder="first")
+        assert first.pending().end == 0
+        assert ChangeFeed(store, "copy", source).pending().busy
+        assert first.release() and not first.release()
+        again = ChangeFeed(store, "copy", source, holder="third").pending()
+        assert (again.start, again.end, again.holder) == (0, 0, "third")
+
+
+def test_a_waiting_holder_takes_the_range_when_it_comes_free(tmp_path: Path):
+    source = LakeTable(str(tmp_path / "src"))
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    _overwrite(("id",))(source, state())
+    with open_store(url) as store:
+        first = ChangeFeed(store, "copy", source, holder="first")
+        assert first.pending().end == 0
+
+        def wait() -> tuple[int, int, str | None]:
+            with open_store(url) as mine:
+                got = ChangeFeed(mine, "copy", source, holder="waiter").pending(wait_seconds=300)
+                return got.start, got.end, got.holder
+
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(wait)
+            first.release()
+            assert waiting.result(timeout=300) == (0, 0, "waiter")
+        assert ChangeFeed(store, "copy", source).pending(wait_seconds=0.05).busy
+
+
+def test_compare_and_set_lets_one_of_racing_holders_take_a_range(tmp_path: Path):
+    """Eight threads, each its own connection and ChangeFeed, ask at once: one is handed
+    the range, the others are told who holds it."""
+    source = LakeTable(str(tmp_path / "src"))
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    _overwrite(("id",))(source, state())
+
+    def take(number: int) -> tuple[bool, str | None]:
+        with open_store(url) as store:
+            got = ChangeFeed(store, "copy", source, holder=f"h{number}").pending()
+            return got.empty, got.holder
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(take, range(8)))
+    winners = [holder for empty, holder in outcomes if not empty]
+    assert len(winners) == 1
+    assert {holder for empty, holder in outcomes if empty} == set(winners)
+
+
+def test_an_offset_kept_before_leases_is_handed_out_again(tmp_path: Path):
+    source = LakeTable(str(tmp_path / "src"))
+    _overwrite(("id",))(source, state())
+    _overwrite(("id",))(source, state(changed=True))
+    with open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
+        old = {"acknowledged": 0, "handed_out": 1}
+        store.remember(OFFSETS_SCOPE, [Memo("copy", source.uri, old)])
+        pending = ChangeFeed(store, "copy", source).pending()
+        assert (pending.start, pending.end) == (1, 1) and not pending.busy
+
+
+def test_lease_and_wait_must_be_seconds(tmp_path: Path):
+    with open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
+        with pytest.raises(ValueError, match="lease_seconds must be a finite number"):
+            ChangeFeed(store, "copy", LakeTable(str(tmp_path / "t")), lease_seconds=0)
+        with pytest.raises(ValueError, match="wait_seconds must be"):
+            ChangeFeed(store, "copy", LakeTable(str(tmp_path / "t"))).pending(wait_seconds=-1)
+
+
+def test_a_range_the_feed_cannot_read_is_not_left_leased(tmp_path: Path):
+    """The feed turned on after the table was created: ``pending`` says so each time (its
+    lease is given back), and a consumer acknowledging the version that turned it on
+    starts after it."""
+    target = LakeTable(str(tmp_path / "t"))
+    append_exactly_once(target, state(), "loader", 0)
+    DeltaTable(target.uri).alter.set_table_properties({"delta.enableChangeDataFeed": "true"})
+    turned_on = version(target)
+    append_exactly_once(target, state(changed=True).slice(0, 3), "loader", 1)
+    with open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
+        for holder in ("first", "second"):
+            with pytest.raises(ChangeFeedDisabledError, match="kept no change feed"):
+                ChangeFeed(store, "copy", target, holder=holder).pending()
+        feed = ChangeFeed(store, "copy", target)
+        feed.acknowledge(turned_on)
+        start, end, rows = feed.pending()
+        assert (start, end, rows.num_rows) == (turned_on + 1, turned_on + 1, 3)
