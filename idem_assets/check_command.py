@@ -33,7 +33,6 @@ import dagster as dg
 from idem_assets.check.erase import (
     EraseError,
     bound_resources,
-    erasable_tables,
     erase,
     erase_report,
     erasure_status,
@@ -41,12 +40,14 @@ from idem_assets.check.erase import (
     vacuum_now,
     vacuum_report,
 )
+from idem_assets.check.event_log_erasure import erased_values_in_event_log, event_log_report
 from idem_assets.check.location import CheckCommandError, load_definitions
 from idem_assets.check.pools import apply_writers, declared_writers
 from idem_assets.check.report import junit_xml, table
 from idem_assets.check.run import run_checks
 from idem_assets.checkpoint.erasures import ErasureLedger
 from idem_assets.cli import quiet_on_closed_pipe
+from idem_assets.io_manager.erasure import erasable_tables
 
 # Dagster's own variable for where its instance lives (see idem_assets.resources).
 DAGSTER_HOME_ENV = "DAGSTER_HOME"
@@ -197,10 +198,22 @@ def _erase(args: argparse.Namespace) -> int:
                 print(vacuum_report(vacuum_now(lake, store, declared)))
             elif args.status:
                 print(erasure_status(ErasureLedger(store), lake, declared))
+                if ledger_events := _event_log_status(ErasureLedger(store)):
+                    print(ledger_events)
     except (CheckCommandError, EraseError) as error:
         print(f"idem-assets erase: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def _event_log_status(ledger: ErasureLedger) -> str:
+    """What Dagster's event log of ``DAGSTER_HOME`` still shows of erased values."""
+    if not ledger.entries():
+        return ""
+    if not os.environ.get(DAGSTER_HOME_ENV):
+        return "Dagster's event log: not read (set DAGSTER_HOME to the instance to search it)"
+    holdings = erased_values_in_event_log(dg.DagsterInstance.get(), ledger.erased())
+    return f"Dagster's event log ({os.environ[DAGSTER_HOME_ENV]}):\n{event_log_report(holdings)}"
 
 
 if __name__ == "__main__":

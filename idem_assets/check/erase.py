@@ -22,7 +22,6 @@ import dagster as dg
 
 from idem_assets.checkpoint import CheckpointStore
 from idem_assets.checkpoint.erasures import Erasure, ErasureLedger, StorageScan
-from idem_assets.io_manager import WriteSpec
 from idem_assets.lake import LakeTable
 from idem_assets.lake.changes import OFFSETS_SCOPE
 from idem_assets.lake.erasure import (
@@ -51,20 +50,6 @@ def parse_key(text: str) -> tuple[str, str]:
     if not sep or not column.strip() or value == "":
         raise EraseError(f"--key takes column=value (e.g. customer_id=42), got {text!r}")
     return column.strip(), value
-
-
-def erasable_tables(defs: dg.Definitions) -> dict[str, tuple[str, ...]]:
-    """Each lake table of ``defs`` that declares erasable keys, and those columns."""
-    found: dict[str, tuple[str, ...]] = {}
-    for item in defs.assets or ():
-        specs = item.specs if isinstance(item, dg.AssetsDefinition) else [item]
-        for spec in specs:
-            if not isinstance(spec, dg.AssetSpec) or "idem/strategy" not in spec.metadata:
-                continue
-            write = WriteSpec.from_metadata(spec.metadata)
-            if write.erasable_keys:
-                found[write.table or "/".join(spec.key.path)] = write.erasable_keys
-    return found
 
 
 @contextmanager

@@ -236,6 +236,8 @@ class ModeWrite:
     partitioned: bool = False
     writer_properties: Mapping[str, Any] | None = None
     table_config: Mapping[str, str] | None = None
+    # The columns whose erased keys the write leaves out (``idem/erasable_keys``).
+    erasable_keys: tuple[str, ...] = ()
 
     def options(self) -> WriteOptions:
         """How files are written and a table is created (and whether columns are added)."""

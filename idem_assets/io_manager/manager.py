@@ -201,7 +201,8 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         """
         # The batch first: its fingerprint is then hashed on another thread while the
         # checkpoint is written, and an unchanged rerun (hash-bound) waits for it less.
-        output, erased_rows = strategy.without_erased(output, log.store)
+        filtered = strategy.without_erased(output, log.store)
+        output = filtered.output
         handler, handed = handler_for(strategy, output, covered)
         try:
             prepared = handler.prepare(strategy, handed)
@@ -212,7 +213,12 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         options = WriteOptions(**self._options_of(context))
         metadata = {**self._commit_metadata(context, name, covered), **log.commit_metadata(claim)}
         request = WriteRequest(
-            name, target, covered, Commit(metadata, strategy.options(options)), log.last_settled()
+            name,
+            target,
+            covered,
+            Commit(metadata, strategy.options(options)),
+            log.last_settled(),
+            erased_rows=filtered.removed_fingerprint,
         )
         keep_change_feed(table, request.commit.options.table_config)
         crash_point(f"lake.before_write/{name}")
@@ -260,7 +266,8 @@ class IdempotentDeltaIOManager(DeltaIOManagerConfig):
         if output.input_signature:
             metadata["input_signature"] = output.input_signature
         if strategy.erasable_keys:
-            metadata["erased_rows_filtered"] = erased_rows if erased_rows is not None else "n/a"
+            removed = filtered.removed
+            metadata["erased_rows_filtered"] = removed if removed is not None else "n/a"
         return metadata
 
     def _commit_metadata(

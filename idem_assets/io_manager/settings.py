@@ -1,8 +1,10 @@
 """Per-output settings as dagster-delta resolves them, and the write they make.
 
 A setting comes from the output's runtime metadata, then its definition metadata, then
-the IO manager (``setting``). ``mode_write`` turns an output in one of the merge, append,
-error and ignore modes into the ``ModeWrite`` its strategy (``io_manager.writes``) carries out.
+the IO manager (``setting``); the erasable keys come from the definition metadata only
+(``WriteSpec.erasable_keys_in``), where ``idem-assets erase`` finds them too.
+``mode_write`` turns an output in one of the merge, append, error and ignore modes into
+the ``ModeWrite`` its strategy (``io_manager.writes``) carries out.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from idem_assets.io_manager.slices import (
     partition_slice,
     partitions_label,
 )
+from idem_assets.io_manager.spec import WriteSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -71,6 +74,7 @@ def mode_write(
         partitioned=context.has_asset_partitions,
         writer_properties=dict(writer) if writer else None,
         table_config=table_config,
+        erasable_keys=WriteSpec.erasable_keys_in(context.definition_metadata or {}),
     )
     return plan, covered
 

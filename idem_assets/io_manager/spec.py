@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from idem_assets.lake.predicates import is_identifier
 
 PREFIX = "idem/"
+# The metadata key of the columns an asset declares erasable (``WriteSpec.erasable_keys_in``).
+ERASABLE_KEYS = f"{PREFIX}erasable_keys"
 _TABLE = re.compile(r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")
 
 Strategy = Literal["overwrite", "merge", "replace", "append", "history"]
@@ -181,6 +183,25 @@ class WriteSpec(BaseModel):
                 '@asset(metadata={"partition_expr": "your_partition_column"})'
             )
         return cls.model_validate(fields)
+
+    @classmethod
+    def erasable_keys_in(cls, metadata: Mapping[str, Any]) -> tuple[str, ...]:
+        """The columns an asset's definition metadata declares erasable
+        (``idem/erasable_keys``), read the same way whatever writes the asset: an
+        ``idem/strategy`` (this spec's ``erasable_keys``) or one of dagster-delta's modes.
+        ``idem-assets erase`` finds the tables it erases from by the same reading."""
+        value = _plain_metadata(metadata.get(ERASABLE_KEYS))
+        if value is None:
+            return ()
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            raise ValueError(f"{ERASABLE_KEYS} takes a list of column names, got {value!r}")
+        return cls._identifiers(tuple(value))
+
+    @classmethod
+    def table_in(cls, metadata: Mapping[str, Any]) -> str | None:
+        """The ``idem/table`` of an asset's definition metadata (None: the asset key path)."""
+        value = _plain_metadata(metadata.get(f"{PREFIX}table"))
+        return cls._table(value) if value is not None else None
 
     @property
     def partition_columns(self) -> str | dict[str, str] | None:

@@ -49,6 +49,14 @@ class Fingerprint:
     def __str__(self) -> str:
         return f"{ALGORITHM}:{self.digest}"
 
+    def plus(self, other: Fingerprint) -> Fingerprint:
+        """The fingerprint of both row multisets together (the sums are additive)."""
+        lanes = [
+            (int(self.digest[i : i + 16], 16) + int(other.digest[i : i + 16], 16)) % 2**64
+            for i in (0, 16)
+        ]
+        return Fingerprint(self.rows + other.rows, "".join(f"{lane:016x}" for lane in lanes))
+
 
 # The fingerprint of no rows.
 EMPTY_FINGERPRINT = Fingerprint(rows=0, digest="0" * 32)

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore
 from idem_assets.checkpoint.erasures import ErasureLedger
-from idem_assets.check.erase import erasable_tables  # moves below the CLI after the modes land
+from idem_assets.io_manager.erasure import erasable_tables
 from idem_assets.lake.erasure import satellites
 from idem_assets.lake.maintenance import (
     MIN_RETENTION_HOURS,

@@ -6,7 +6,9 @@ the executors with the library's own landing reader (``FileReader``, as the batc
 do), stages its valid rows through the executor-side writer and commits them with the
 Delta ``txn`` (stream app id, version = batch id). After a crash
 Spark replays the last batch whose commit it had not checkpointed; ``append_spark`` reads
-``transaction_version(app_id)`` on a fresh snapshot first and skips it.
+``transaction_version(app_id)`` on a fresh snapshot first and skips it. A sink declaring
+``erasable_keys`` reads the erasure ledger at each micro-batch and leaves its keys out, as
+every other write does.
 """
 
 from __future__ import annotations
@@ -21,12 +23,16 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StreamingQuery
 
+from idem_assets.checkpoint import open_store
+from idem_assets.checkpoint.erasures import ErasureLedger
 from idem_assets.lake.commits import Commit
+from idem_assets.lake.erasure import Erased
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.landing.reader import FileReader
+from idem_assets.spark.erasure import without_erased_spark
 from idem_assets.spark.landing import (
     ERROR,
     FILE_PREFIX,
@@ -90,6 +96,24 @@ class StreamSink:
     quarantine: LakeTable | None = None
     # Test and operations hook, called after a batch's commits, before Spark checkpoints it.
     after_commit: Callable[[int, WriteResult], None] | None = None
+    # Columns that identify a person: keys ``idem-assets erase`` recorded in the ledger of
+    # the checkpoint store at ``erasures_url`` are left out of every micro-batch.
+    erasable_keys: tuple[str, ...] = ()
+    erasures_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.erasable_keys and self.erasures_url is None:
+            raise ValueError(
+                "a StreamSink with erasable_keys needs erasures_url: the checkpoint store "
+                "whose erasure ledger `idem-assets erase` writes"
+            )
+
+    def erased(self) -> Erased:
+        """The erased keys of ``erasable_keys``, as the ledger holds them now."""
+        if not self.erasable_keys or self.erasures_url is None:
+            return Erased()
+        with open_store(self.erasures_url) as store:
+            return ErasureLedger(store).erased(self.erasable_keys)
 
     def commit(self, files: DataFrame, batch_id: int) -> WriteResult:
         """Read one micro-batch's files and commit it exactly once (the foreachBatch function)."""
@@ -108,6 +132,9 @@ class StreamSink:
             )
             if self.prepare is not None:
                 rows = self.prepare(rows)
+            # Read at each micro-batch: a key erased while the stream runs is left out of
+            # the next batch (a replayed batch committed before the erase is skipped).
+            rows = without_erased_spark(rows, self.erased())
             result = append_spark(
                 self.target,
                 rows,

@@ -71,6 +71,13 @@ def test_count_row_differences_is_a_multiset_difference():
     assert count_row_differences(table, pa.concat_tables([table, table.slice(0, 2)])) == 2
 
 
+def test_the_fingerprints_of_two_parts_add_up_to_the_whole():
+    table = _orders(30)
+    parts = fingerprint(table.slice(0, 7)).plus(fingerprint(table.slice(7)))
+    assert parts == fingerprint(table)
+    assert fingerprint(table.slice(0, 0)).plus(parts) == parts
+
+
 def test_empty_frames_agree():
     empty = _orders(0)
     assert fingerprint(empty).rows == 0

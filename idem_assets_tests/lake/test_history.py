@@ -200,6 +200,32 @@ def test_ties_at_one_version_have_one_winner_and_a_delete_beats_an_upsert(tmp_pa
     assert again.committed is False and stored(target) == []
 
 
+def test_an_upsert_and_a_delete_at_one_version_in_one_commit_leave_no_row_for_it(tmp_path):
+    # One batch: key 1 at version 10, then an upsert and a delete of it at version 20.
+    events = [
+        {KEY: 1, VERSION: 10, "segment": "smb", OP: "U"},
+        {KEY: 1, VERSION: 20, "segment": "enterprise", OP: "U"},
+        {KEY: 1, VERSION: 20, "segment": "a", OP: "D"},
+    ]
+    tables = set()
+    for name, rows in (("forward", events), ("backward", events[::-1])):
+        target = LakeTable(str(tmp_path / name))
+        assert load(target, pa.Table.from_pylist(rows, SCHEMA)).version == 0  # one commit
+        # The delete wins its version: no row for 20, version 10 closed at 20, none current.
+        rows_now = stored(target)
+        periods = [(r["segment"], r[VALID_FROM], r[VALID_TO], r[IS_CURRENT]) for r in rows_now]
+        assert periods == [("smb", 10, 20, False)]
+        assert history_deletes(target, [KEY], VERSION).to_pylist() == [{KEY: 1, VERSION: 20}]
+        assert load(target, pa.Table.from_pylist(rows, SCHEMA)).committed is False
+        tables.add(table_fingerprint(target))
+    # The same events one batch each, the delete first: the same table.
+    apart = LakeTable(str(tmp_path / "apart"))
+    for row in events[::-1]:
+        load(apart, pa.Table.from_pylist([row], SCHEMA))
+    tables.add(table_fingerprint(apart))
+    assert len(tables) == 1
+
+
 def test_a_two_column_key(tmp_path):
     target = LakeTable(str(tmp_path / "lake"))
     rows = pl.DataFrame(

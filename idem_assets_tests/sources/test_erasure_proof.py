@@ -20,8 +20,9 @@ from pathlib import Path
 import dagster as dg
 import pyarrow.parquet as pq
 
-from idem_assets.check.erase import erasable_tables, erase, vacuum_now
+from idem_assets.check.erase import erase, vacuum_now
 from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.io_manager.erasure import erasable_tables
 from idem_assets.lake import fingerprint, read_rows
 from idem_assets.lake.changes import change_rows
 from idem_assets.lib import append_changes, changes_metadata, consume_changes

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from idem_assets.io_manager.batch import PreparedBatch, prepare
 from idem_assets.io_manager.delta_modes import tables_only
-from idem_assets.io_manager.erasure import erased_for, without_erased
+from idem_assets.io_manager.erasure import Filtered, erased_for, without_erased
 from idem_assets.io_manager.metadata import RowCounts
 from idem_assets.io_manager.noop import same_content
 from idem_assets.io_manager.output import TableOutput
@@ -58,6 +58,14 @@ class WriteRequest:
     # The write's metadata and options; each strategy adds the rows' fingerprint it has.
     commit: Commit
     settled: SettledWrite | None
+    # The fingerprint of the rows taken out of the output because they hold an erased key
+    # (None: none were).
+    erased_rows: Fingerprint | None = None
+
+    def given(self, content: Fingerprint) -> Fingerprint:
+        """The output as the asset gave it, from the fingerprint of the rows written: the
+        same before and after a key it holds is erased."""
+        return content.plus(self.erased_rows) if self.erased_rows is not None else content
 
 
 @dataclass(frozen=True)
@@ -121,11 +129,10 @@ class WriteStrategy(ABC):
         """The columns whose erased keys are kept out of every write (none here)."""
         return ()
 
-    def without_erased(
-        self, output: TableOutput, store: CheckpointStore
-    ) -> tuple[TableOutput, int | None]:
-        """The output without rows of erased keys, and how many were taken out."""
-        return output, 0
+    def without_erased(self, output: TableOutput, store: CheckpointStore) -> Filtered:
+        """The output without the rows of erased keys of ``erasable_keys``, and what was
+        taken out: every write, whatever asked for it, filters here."""
+        return without_erased(output, erased_for(self.erasable_keys, store))
 
     # --- preparing, before the claim ---------------------------------------------------
 
@@ -212,12 +219,6 @@ class SpecStrategy(WriteStrategy):
         """The spec's erasable columns."""
         return self.spec.erasable_keys
 
-    def without_erased(
-        self, output: TableOutput, store: CheckpointStore
-    ) -> tuple[TableOutput, int | None]:
-        """The output without the rows of erased keys of the spec's erasable columns."""
-        return without_erased(output, erased_for(self.spec, store))
-
     def prepare(self, rows: pa.Table) -> PreparedBatch:
         """Deduplicated per the spec; the fingerprint starts hashing on another thread."""
         return prepare(self.spec, rows)
@@ -284,6 +285,11 @@ class ModeStrategy(WriteStrategy):
     def options(self, configured: WriteOptions) -> WriteOptions:
         """The mode's own: its writer properties, table configuration and schema mode."""
         return self.plan.options()
+
+    @property
+    def erasable_keys(self) -> tuple[str, ...]:
+        """The output's ``idem/erasable_keys``."""
+        return self.plan.erasable_keys
 
     def record_key(self, content: Fingerprint) -> str:
         """The rows' fingerprint with the mode's configuration."""

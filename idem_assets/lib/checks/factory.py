@@ -18,6 +18,7 @@ from idem_assets.lib.checks.landing import landing_checks
 from idem_assets.lib.checks.ledger import erased_of
 from idem_assets.lib.checks.per_partition import CheckName, LakeCheck, spans
 from idem_assets.lib.checks.proofs import Reads
+from idem_assets.lib.checks.samples import shown_rows
 from idem_assets.resources import LakeResource
 
 RERUN_EQUALITY = "rerun_equality"
@@ -133,7 +134,9 @@ def _unique_key(
                     "rows_checked": checked,
                     "duplicated_keys": counts.height,
                     "surplus_rows": surplus,
-                    "sample": dg.MetadataValue.json(counts.head(_SAMPLE).to_dicts()),
+                    "sample": dg.MetadataValue.json(
+                        shown_rows(counts.head(_SAMPLE).to_dicts(), definition.spec.erasable_keys)
+                    ),
                 },
             ),
         )
@@ -197,7 +200,9 @@ def _history_intervals(
                     "partition_range": window.label(),
                     "rows_checked": checked,
                     "keys_with_problems": found.select(key).unique().height,
-                    "sample": dg.MetadataValue.json(found.head(_SAMPLE).to_dicts()),
+                    "sample": dg.MetadataValue.json(
+                        shown_rows(found.head(_SAMPLE).to_dicts(), spec.erasable_keys)
+                    ),
                 },
             ),
         )

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     import polars as pl
     from deltalake import DeltaTable
 
+    from idem_assets.lake.predicates import Condition
+
 # The window a row belongs to, while a span is judged (never written anywhere).
 _WINDOW = "__idem_window"
 
@@ -162,8 +164,6 @@ class JudgedSpan:
     @functools.cached_property
     def _loaded_by_window(self) -> Counter[int]:
         """Kept rows the table holds (or holds a newer version of), per window."""
-        import polars as pl  # here, not at import: see idem_assets._lazy
-
         spec = self.definition.spec
         target = target_table(self.lake, spec, self.definition.key)
         table = target.open()
@@ -174,19 +174,10 @@ class JudgedSpan:
         if spec.strategy == "history":
             return self._accounted_in_history(target, table)
         if spec.strategy == "merge" and spec.delete_column is not None:
-            return self._accounted_with_deletes(target, table)
+            return self._accounted_with_deletes(target, table, ranges)
         if spec.strategy == "merge":
-            # The whole key identifies a row: the first column only prunes what is read.
             key = list(spec.natural_key)
-            stored = pl.from_arrow(
-                read_rows(
-                    table,
-                    ranges=ranges,
-                    keys=(key[0], self.deduplicated.rows.column(key[0]).combine_chunks()),
-                    columns=key,
-                )
-            )
-            assert isinstance(stored, pl.DataFrame)
+            stored = self._stored_of_keys(table, ranges, key)
             found = self._kept.join(stored.unique(), on=key, how="semi", nulls_equal=True)
             return Counter(found.get_column(_WINDOW).to_list())
         column = spec.partition_column
@@ -196,18 +187,40 @@ class JudgedSpan:
         days = read_rows(table, ranges=ranges, columns=[column]).column(column).to_pylist()
         return self._counts(days)
 
-    def _accounted_with_deletes(self, target: LakeTable, table: DeltaTable) -> Counter[int]:
+    def _stored_of_keys(
+        self, table: DeltaTable, ranges: Sequence[Condition], columns: list[str]
+    ) -> pl.DataFrame:
+        """``columns`` of the stored rows a merge of the batch reads: within its pruning
+        ``ranges`` (the write's), of the batch's values of the first key column (the whole
+        key identifies a row: the first column only prunes what is read)."""
+        import polars as pl  # here, not at import: see idem_assets._lazy
+
+        first = self.definition.spec.natural_key[0]
+        stored = pl.from_arrow(
+            read_rows(
+                table,
+                ranges=ranges,
+                keys=(first, self.deduplicated.rows.column(first).combine_chunks()),
+                columns=columns,
+            )
+        )
+        assert isinstance(stored, pl.DataFrame)
+        return stored
+
+    def _accounted_with_deletes(
+        self, target: LakeTable, table: DeltaTable, ranges: Sequence[Condition]
+    ) -> Counter[int]:
         """Kept rows of a merge with deletes that the table accounts for, per window: an
         upsert stored (or beaten by a newer stored row or a newer delete), a delete whose key
-        is gone (or came back with a newer upsert)."""
+        is gone (or came back with a newer upsert). The table is read as the write reads it:
+        within ``ranges``, the write's pruning of the batch."""
         import polars as pl  # here, not at import: see idem_assets._lazy
 
         spec = self.definition.spec
         assert spec.delete_column is not None and spec.version_column is not None
         key, version = list(spec.natural_key), spec.version_column
         newest = "__idem_newest"
-        stored = pl.from_arrow(read_rows(table, columns=[*key, version]))
-        assert isinstance(stored, pl.DataFrame)
+        stored = self._stored_of_keys(table, ranges, [*key, version])
         stones = Tombstones.beside(target, key, version).read()
         dead = (
             pl.from_arrow(stones)
@@ -314,6 +327,7 @@ class JudgedSpan:
             self._kept_by_window[index],
             self.definition.spec.natural_key,
             window.label(),
+            self.definition.spec.erasable_keys,
         )
 
     def _broken_by_window(self, name: str, rule: ValueRule) -> dict[int, pl.DataFrame]:

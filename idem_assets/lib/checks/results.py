@@ -18,6 +18,7 @@ import dagster as dg
 
 from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
+from idem_assets.lib.checks.samples import shown_rows, shown_value
 
 if TYPE_CHECKING:
     import polars as pl
@@ -26,9 +27,10 @@ QUARANTINE_SHARE = "quarantine_share"
 DEFAULT_QUARANTINE_SHARE = 0.01
 _SAMPLE = 10
 _TOP_REASONS = 5
-# The value in a reason, so that rows breaking the same rule count together:
-# "status: value 'x' is not ..." and "amount: -5.00 is negative ...".
-_QUOTED_VALUE = re.compile(r"value '[^']*'")
+# The value in a reason, so that rows breaking the same rule count together and no value
+# reaches the event log: "status: value 'x' is not ..." (up to the quote before the rule's
+# words: a value may hold quotes or "; ") and "amount: -5.00 is negative ...".
+_QUOTED_VALUE = re.compile(r"value '.*?'(?= (?:is|does) )")
 _BARE_VALUE = re.compile(r"^([^:]+): \S+ is ")
 _SEVERITY = {"warn": dg.AssetCheckSeverity.WARN, "error": dg.AssetCheckSeverity.ERROR}
 
@@ -68,9 +70,9 @@ def top_reasons(reasons: Iterable[object], limit: int = _TOP_REASONS) -> dict[st
     """The most frequent quarantine reasons, values masked so equal rules count together."""
     counts: Counter[str] = Counter()
     for reason in reasons:
-        for part in str(reason).split("; "):
-            masked = _BARE_VALUE.sub(r"\1: … is ", _QUOTED_VALUE.sub("value '…'", part))
-            counts[masked] += 1
+        # Values masked before the reason is split into its parts (a value may hold "; ").
+        for part in _QUOTED_VALUE.sub("value '…'", str(reason)).split("; "):
+            counts[_BARE_VALUE.sub(r"\1: … is ", part)] += 1
     return dict(counts.most_common(limit))
 
 
@@ -175,14 +177,16 @@ def value_rules_result(
     rows: int,
     key: Sequence[str],
     label: str,
+    erasable: Sequence[str] = (),
 ) -> dg.AssetCheckResult:
     """Every declared rule of one partition in one result: fails when any rule is broken,
     with the severity of the most severe broken rule; each rule's counts and samples in
     the metadata (``rules``), the broken ones first.
 
-    ``rules`` are (name, rule, the checked rows breaking it).
+    ``rules`` are (name, rule, the checked rows breaking it); values of the ``erasable``
+    columns are shown by digest (see ``samples``).
     """
-    judged = [_judged_rule(name, rule, broken, rows, key) for name, rule, broken in rules]
+    judged = [_judged_rule(name, rule, broken, rows, key, erasable) for name, rule, broken in rules]
     broken = [entry for entry in judged if entry["offending_rows"]]
     failing = [rule for _, rule, frame in rules if frame.height]
     if broken:
@@ -212,7 +216,12 @@ def value_rules_result(
 
 
 def _judged_rule(
-    name: str, rule: ValueRule, broken: pl.DataFrame, rows: int, key: Sequence[str]
+    name: str,
+    rule: ValueRule,
+    broken: pl.DataFrame,
+    rows: int,
+    key: Sequence[str],
+    erasable: Sequence[str],
 ) -> dict[str, Any]:
     """One rule's entry in the ``value_rules`` metadata: counts, and for a broken rule its
     most frequent offending values and a sample of rows."""
@@ -232,14 +241,9 @@ def _judged_rule(
             .head(_SAMPLE)
         )
         entry["top_values"] = [
-            {"value": _plain(r[rule.column]), "rows": r["len"]} for r in values.to_dicts()
+            {"value": shown_value(rule.column, r[rule.column], erasable), "rows": r["len"]}
+            for r in values.to_dicts()
         ]
-        entry["sample"] = [
-            {k: _plain(v) for k, v in r.items()}
-            for r in broken.select([*dict.fromkeys([*key, rule.column])]).head(_SAMPLE).to_dicts()
-        ]
+        sample = broken.select([*dict.fromkeys([*key, rule.column])]).head(_SAMPLE)
+        entry["sample"] = shown_rows(sample.to_dicts(), erasable)
     return entry
-
-
-def _plain(value: Any) -> Any:
-    return value if value is None or isinstance(value, bool | int | float | str) else str(value)
