@@ -120,7 +120,7 @@ class ErasureLedger:
             if not wanted:
                 continue
             target = locate(name)
-            for table in (target, *satellites(target)):
+            for table in (target, *(t for t in satellites(target) if t.exists())):
                 scanned = name + table.uri[len(target.uri) :]
                 scans[scanned] = files_holding(table, wanted)
                 columns[scanned] = declared[name]
