@@ -26,11 +26,11 @@ SELECT = "key:orders or key:customers"
 ERASABLE = ("orders", "customers")
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(COMMAND), *args],
         cwd=ROOT,
-        env=_env(tmp_path),
+        env={**_env(tmp_path), **env},
         capture_output=True,
         text=True,
         timeout=300,
@@ -181,16 +181,7 @@ def test_status_names_events_of_dagster_s_log_that_show_an_erased_value(erased, 
         instance.report_runless_asset_event(
             dg.AssetMaterialization("customers", metadata={"customer_id": customer})
         )
-    env = {**_env(source), "DAGSTER_HOME": str(home)}
-    status = subprocess.run(
-        [str(COMMAND), "erase", "--status"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    status = _run(source, "erase", "--status", DAGSTER_HOME=str(home))
     assert status.returncode == 0, status.stdout + status.stderr[-2000:]
     digest = key_digest("customer_id", str(customer))
     assert (
