@@ -47,7 +47,7 @@ from idem_assets.check.report import junit_xml, table
 from idem_assets.check.run import run_checks
 from idem_assets.checkpoint.erasures import ErasureLedger
 from idem_assets.cli import quiet_on_closed_pipe
-from idem_assets.io_manager.erasure import erasable_tables
+from idem_assets.io_manager.erasure import erasable_sources, erasable_tables
 
 # Dagster's own variable for where its instance lives (see idem_assets.resources).
 DAGSTER_HOME_ENV = "DAGSTER_HOME"
@@ -185,6 +185,7 @@ def _erase(args: argparse.Namespace) -> int:
             args.module_name, args.python_file, args.attribute, Path.cwd()
         )
         declared = erasable_tables(definitions)
+        sources = erasable_sources(definitions)
         if not (args.key or args.status or args.vacuum_now):
             raise EraseError("give --key COLUMN=VALUE, --status or --vacuum-now")
         if args.status and args.vacuum_now:
@@ -193,11 +194,15 @@ def _erase(args: argparse.Namespace) -> int:
             if args.key:
                 column, value = parse_key(args.key)
                 tables = [t.strip() for t in args.tables.split(",")] if args.tables else None
-                print(erase_report(erase(lake, store, declared, column, value, tables)))
+                print(
+                    erase_report(
+                        erase(lake, store, declared, column, value, tables, sources=sources)
+                    )
+                )
             if args.vacuum_now:
-                print(vacuum_report(vacuum_now(lake, store, declared)))
+                print(vacuum_report(vacuum_now(lake, store, declared, sources)))
             elif args.status:
-                print(erasure_status(ErasureLedger(store), lake, declared))
+                print(erasure_status(ErasureLedger(store), lake, declared, sources))
                 if ledger_events := _event_log_status(ErasureLedger(store)):
                     print(ledger_events)
     except (CheckCommandError, EraseError) as error:

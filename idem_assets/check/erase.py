@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import dagster as dg
 
 from idem_assets.checkpoint import CheckpointStore
-from idem_assets.checkpoint.erasures import Erasure, ErasureLedger, StorageScan
+from idem_assets.checkpoint.erasures import Erasure, ErasureLedger
+from idem_assets.io_manager.erasure import StorageScan, scan_storage
 from idem_assets.lake import LakeTable
 from idem_assets.lake.changes import OFFSETS_SCOPE
 from idem_assets.lake.erasure import (
@@ -35,6 +36,8 @@ from idem_assets.lake.erasure import (
     satellites,
     vacuum_erased,
 )
+from idem_assets.landing.quarantine import QUARANTINE_TABLE
+from idem_assets.landing.quarantine_erasure import erase_from_quarantine
 from idem_assets.resources import CheckpointResource, LakeResource
 
 _log = logging.getLogger(__name__)
@@ -82,8 +85,11 @@ def erase(
     column: str,
     value: str,
     tables: Iterable[str] | None = None,
+    *,
+    sources: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Erasing:
-    """Record the key, then delete its rows from the tables declaring ``column``."""
+    """Record the key, then delete its rows from the tables declaring ``column`` (and the
+    quarantine rows of the landing ``sources`` declaring it: source -> erasable columns)."""
     names = sorted(name for name, keys in declared.items() if column in keys)
     if tables is not None:
         wanted = list(tables)
@@ -105,8 +111,13 @@ def erase(
             done[name + table.uri[len(target.uri) :]] = erase_key(
                 table, column, value, {"idem.erase": "1"}
             )
+    quarantined = {name: keys for name, keys in (sources or {}).items() if column in keys}
+    if quarantined and tables is None:
+        done[QUARANTINE_TABLE] = erase_from_quarantine(
+            lake.table(QUARANTINE_TABLE), column, value, quarantined, {"idem.erase": "1"}
+        )
     erasure = ledger.note(erasure, done)
-    scan = ledger.scan(lake.table, declared, names)
+    scan = scan_storage(ledger, lake.table, declared, sources, [*names, QUARANTINE_TABLE])
     return Erasing(_entry(scan, erasure), done, scan)
 
 
@@ -124,13 +135,16 @@ def erase_report(erasing: Erasing) -> str:
 
 
 def erasure_status(
-    ledger: ErasureLedger, lake: LakeResource, declared: Mapping[str, tuple[str, ...]]
+    ledger: ErasureLedger,
+    lake: LakeResource,
+    declared: Mapping[str, tuple[str, ...]],
+    sources: Mapping[str, tuple[str, ...]] | None = None,
 ) -> str:
     """Every erased key (by digest), each data file on storage still holding it, and when
     it was fully gone."""
     if not ledger.entries():
         return "no key has been erased"
-    scan = ledger.scan(lake.table, declared)
+    scan = scan_storage(ledger, lake.table, declared, sources)
     lines = []
     for entry in scan.entries:
         tables = ", ".join(sorted(entry.tables)) or "no table"
@@ -152,18 +166,21 @@ class VacuumedNow:
 
 
 def vacuum_now(
-    lake: LakeResource, store: CheckpointStore, declared: Mapping[str, tuple[str, ...]]
+    lake: LakeResource,
+    store: CheckpointStore,
+    declared: Mapping[str, tuple[str, ...]],
+    sources: Mapping[str, tuple[str, ...]] | None = None,
 ) -> VacuumedNow:
     """Delete now, overriding the retention, what still holds an erased key in the tables
     declaring its column (see ``lake.erasure.vacuum_erased`` for what goes and the risk),
     then scan again: the ledger records when each key was fully gone."""
     ledger = ErasureLedger(store)
-    before = ledger.scan(lake.table, declared)
+    before = scan_storage(ledger, lake.table, declared, sources)
     vacuums, behind = {}, {}
     for name, scan in before.tables.items():
         if not any(f.kind != CURRENT for f in scan.held):
             continue
-        target = LakeTable(scan.uri, lake.table(_owner(name, declared)).storage_options)
+        target = lake.table(name)
         late = _consumers_behind(store, target)
         if late and any(f.kind == CHANGE_DATA for f in scan.held):
             behind[name] = late
@@ -173,7 +190,7 @@ def vacuum_now(
             name,
         )
         vacuums[name] = vacuum_erased(target, scan, store.now())
-    after = ledger.scan(lake.table, declared)
+    after = scan_storage(ledger, lake.table, declared, sources)
     return VacuumedNow(vacuums, behind, after)
 
 
@@ -205,11 +222,6 @@ def vacuum_report(done: VacuumedNow) -> str:
 
 def _entry(scan: StorageScan, erasure: Erasure) -> Erasure:
     return next((e for e in scan.entries if e.digest == erasure.digest), erasure)
-
-
-def _owner(name: str, declared: Mapping[str, tuple[str, ...]]) -> str:
-    """The declared table a scanned table is (or is kept beside)."""
-    return max((t for t in declared if name == t or name.startswith(t + "__")), key=len)
 
 
 def _consumers_behind(store: CheckpointStore, target: LakeTable) -> list[str]:

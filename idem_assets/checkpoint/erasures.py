@@ -10,22 +10,13 @@ decision, made in the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from idem_assets.checkpoint.model import Memo
 from idem_assets.checkpoint.store import CheckpointStore
-from idem_assets.lake.erasure import (
-    Erased,
-    ErasedFrom,
-    FileScan,
-    HeldFile,
-    files_holding,
-    key_digest,
-    satellites,
-)
-from idem_assets.lake.tables import LakeTable
+from idem_assets.lake.erasure import Erased, ErasedFrom, key_digest
 
 SCOPE = "erasures"
 
@@ -47,24 +38,6 @@ class Erasure:
     def digest(self) -> str:
         """The key's name in logs and reports."""
         return key_digest(self.column, self.value)
-
-
-@dataclass(frozen=True)
-class StorageScan:
-    """One scan of storage for every erased key: each table's files, and each key's entry
-    as the scan left it in the ledger."""
-
-    tables: Mapping[str, FileScan]  # by table name (satellites as <table><suffix>)
-    entries: tuple[Erasure, ...]
-
-    def holding(self, erasure: Erasure) -> dict[str, list[HeldFile]]:
-        """Table name -> the files holding ``erasure``'s key."""
-        out: dict[str, list[HeldFile]] = {}
-        for name, scan in self.tables.items():
-            files = [f for f in scan.held if erasure.digest in f.keys]
-            if files:
-                out[name] = files
-        return out
 
 
 def _memo_key(column: str, value: str) -> str:
@@ -100,47 +73,18 @@ class ErasureLedger:
         self._keep(updated)
         return updated
 
-    def scan(
-        self,
-        locate: Callable[[str], LakeTable],
-        declared: Mapping[str, tuple[str, ...]],
-        names: Iterable[str] | None = None,
-    ) -> StorageScan:
-        """Scan storage for every erased key: each table of ``declared`` (name -> erasable
-        columns; ``locate`` finds a table by name) that declares an erased key's column, and
-        the tables kept beside it, once each for all their keys. Each key's entry records
-        what was found and, the first time nothing was, when it was fully gone. ``names``
-        limits the scan to those tables (and the ledger's records to what they hold)."""
-        entries = self.entries()
-        erased = self.erased()
-        scans: dict[str, FileScan] = {}
-        columns: dict[str, tuple[str, ...]] = {}  # scanned table -> its declared columns
-        for name in sorted(names if names is not None else declared):
-            wanted = erased.of(declared.get(name, ()))
-            if not wanted:
-                continue
-            target = locate(name)
-            for table in (target, *(t for t in satellites(target) if t.exists())):
-                scanned = name + table.uri[len(target.uri) :]
-                scans[scanned] = files_holding(table, wanted)
-                columns[scanned] = declared[name]
-        at = self.store.now()
-        done = StorageScan(scans, ())
-        updated = []
-        for entry in entries:
-            if not any(entry.column in c for c in columns.values()):
-                updated.append(entry)  # no table scanned declares its column
-                continue
-            held = {t: f for t, f in entry.held.items() if t not in scans}
-            held |= {
-                table: [[f.path, f.kind] for f in files]
-                for table, files in done.holding(entry).items()
-            }
-            gone_at = None if held else (entry.gone_at if entry.gone_at is not None else at)
-            entry = replace(entry, held=held, scanned_at=at, gone_at=gone_at)
-            self._keep(entry)
-            updated.append(entry)
-        return StorageScan(scans, tuple(updated))
+    def found(self, erasure: Erasure, held: Mapping[str, list[list[str]]], at: float) -> Erasure:
+        """Record what a scan of storage found holding the key: table name -> [path, kind]
+        pairs, replacing the tables scanned (``held``'s keys and those named in it as
+        scanned with nothing found, see ``scanned``); the first scan that finds none left
+        anywhere records when the key was fully gone."""
+        merged = {t: f for t, f in erasure.held.items() if t not in held} | {
+            t: f for t, f in held.items() if f
+        }
+        gone_at = None if merged else (erasure.gone_at if erasure.gone_at is not None else at)
+        updated = replace(erasure, held=merged, scanned_at=at, gone_at=gone_at)
+        self._keep(updated)
+        return updated
 
     def find(self, column: str, value: str) -> Erasure | None:
         """The record of one key, if it was erased."""

@@ -13,6 +13,8 @@ from idem_assets.lake.predicates import is_identifier
 PREFIX = "idem/"
 # The metadata key of the columns an asset declares erasable (``WriteSpec.erasable_keys_in``).
 ERASABLE_KEYS = f"{PREFIX}erasable_keys"
+# The landing source whose rows an asset loads (its quarantine rows are named by it).
+LANDING_SOURCE = f"{PREFIX}landing_source"
 _TABLE = re.compile(r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")
 
 Strategy = Literal["overwrite", "merge", "replace", "append", "history"]

@@ -20,7 +20,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import unquote
 
 from idem_assets._lazy import lazy_module
@@ -185,12 +185,38 @@ class FileScan:
     read: int  # files whose key columns were read
 
 
+class HeldIn(Protocol):
+    """What one data file holds, for ``scan_folder``."""
+
+    def __call__(
+        self,
+        fs: pafs.FileSystem,
+        path: str,
+        relative: str,
+        logged: Mapping[str, tuple[object, object]] | None,
+    ) -> tuple[set[str], str]:
+        """The digests of the erased keys the file at ``path`` (``relative`` to the table's
+        folder; ``logged``: its add action's (min, max) per column when it is current)
+        holds, and how that was decided: "statistics" (no row read) or "read"."""
+        ...
+
+
 def files_holding(target: LakeTable, erased: Erased) -> FileScan:
     """Every data file under ``target``'s folder that holds a key of ``erased``, whatever
     version (if any) refers to it; statistics rule a file out where they can, the key
     columns are read where they cannot."""
+    if not erased:
+        return FileScan(target.uri, (), 0, 0, 0)
+    return scan_folder(
+        target, lambda fs, path, relative, logged: _keys_in(fs, path, relative, erased, logged)
+    )
+
+
+def scan_folder(target: LakeTable, held_in: HeldIn) -> FileScan:
+    """Every data file under ``target``'s folder (current, removed by a commit, change data,
+    added by no commit) with the erased keys ``held_in`` finds in it."""
     table = target.open()
-    if table is None or not erased:
+    if table is None:
         return FileScan(target.uri, (), 0, 0, 0)
     fs, base = filesystem(table.table_uri)
     base = base.rstrip("/")
@@ -206,7 +232,7 @@ def files_holding(target: LakeTable, erased: Erased) -> FileScan:
         ):
             continue
         counted += 1
-        keys, how = _keys_in(fs, info.path, relative, erased, current.get(relative))
+        keys, how = held_in(fs, info.path, relative, current.get(relative))
         decided += how == "statistics"
         read += how == "read"
         if keys:

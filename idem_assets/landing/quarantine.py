@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from deltalake import write_deltalake
@@ -46,6 +47,15 @@ class Days(Protocol):
 
     @property
     def end(self) -> dt.date | None: ...
+
+
+@dataclass(frozen=True)
+class QuarantineWrite:
+    """A source's quarantine rows of a window as written, and what was left out."""
+
+    rows: pa.Table  # the rows written
+    version: int  # the quarantine table's version after the write
+    erased: int  # rows left out because they hold an erased key
 
 
 def quarantine_commit_metadata(entries: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,9 +17,7 @@ from idem_assets.lake.erasure import Erased, FileScan, scan_folder
 from idem_assets.lake.tables import LakeTable
 from idem_assets.landing.quarantine_erasure import (
     ErasableSources,
-    Spellings,
     keys_in_records,
-    quarantine_held,
     spellings,
 )
 
@@ -41,6 +39,7 @@ def quarantine_files_holding(
     wanted = {source: spelled for source, spelled in wanted.items() if spelled}
     if not wanted:
         return FileScan(target.uri, (), 0, 0, 0)
+    declared = tuple(sorted({column for columns in sources.values() for column in columns}))
 
     def held_in(
         fs: pafs.FileSystem,
@@ -53,20 +52,11 @@ def quarantine_files_holding(
         if source is not None and source not in wanted:
             return set(), "statistics"  # decided by the partition folder
         with fs.open_input_file(path) as handle:
-            parquet = pq.ParquetFile(handle)
-            named = source is None and "source" in parquet.schema_arrow.names
-            rows = parquet.read(columns=["source", "raw_record"] if named else ["raw_record"])
-        if source is not None:
-            return _digests(keys_in_records(rows.column("raw_record"), wanted[source])), "read"
-        if named:  # a file outside the usual layout: its rows name their source
-            held = rows.filter(quarantine_held(rows, erased, sources))
-            found: set[str] = set()
-            for name in set(held.column("source").to_pylist()):
-                records = held.filter(held.column("source") == name)  # type: ignore[arg-type]
-                found |= _digests(keys_in_records(records.column("raw_record"), wanted[name]))
-            return found, "read"
-        # Nothing says whose rows these are: any declaring source's keys count.
-        return _digests(keys_in_records(rows.column("raw_record"), _union(wanted))), "read"
+            records = pq.read_table(handle, columns=["raw_record"]).column("raw_record")
+        # A file outside the usual layout says nothing of its source: any declaring one's
+        # keys count.
+        spelled = wanted[source] if source is not None else spellings(erased, declared)
+        return set().union(*keys_in_records(records, spelled).values()), "read"
 
     return scan_folder(target, held_in)
 
@@ -77,17 +67,3 @@ def _source_folder(relative: str) -> str | None:
         if part.startswith(_SOURCE_FOLDER):
             return unquote(part[len(_SOURCE_FOLDER) :])
     return None
-
-
-def _digests(found: Mapping[int, set[str]]) -> set[str]:
-    return set().union(*found.values())
-
-
-def _union(wanted: Mapping[str, Spellings]) -> Spellings:
-    out: dict[str, dict[str, frozenset[str]]] = {}
-    for spelled in wanted.values():
-        for column, texts in spelled.items():
-            for text, values in texts.items():
-                into = out.setdefault(column, {})
-                into[text] = into.get(text, frozenset()) | values
-    return out

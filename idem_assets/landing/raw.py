@@ -87,6 +87,11 @@ def _raw_value(value: Any) -> Any:
     return _truncate(str(value))
 
 
+def raw_text(value: str) -> str:
+    """A text value as ``raw_record_json`` keeps it (cut to a bounded length)."""
+    return str(_raw_value(value))
+
+
 def raw_record_json(record: Mapping[str, Any]) -> str:
     """JSON of a row's raw field values, each value cut to a bounded length."""
     return json.dumps({k: _raw_value(v) for k, v in record.items()}, ensure_ascii=False)

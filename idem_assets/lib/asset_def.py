@@ -19,6 +19,7 @@ from pydantic import Field
 from idem_assets._version import __version__
 from idem_assets.io_manager import Window, WriteSpec
 from idem_assets.io_manager.settings import TABLE_CONFIGURATION_KEY
+from idem_assets.io_manager.spec import LANDING_SOURCE
 from idem_assets.lake.change_data import CHANGE_DATA_FEED
 from idem_assets.lake.history import IS_CURRENT, VALID_FROM, VALID_TO
 from idem_assets.landing.column_types import TypedColumn, arrow_schema
@@ -176,8 +177,10 @@ class LakeAssetDef:
         feed = (
             {TABLE_CONFIGURATION_KEY: {CHANGE_DATA_FEED: "true"}} if self.change_data_feed else {}
         )
+        source = {LANDING_SOURCE: self.landing_source.name} if self.landing_source else {}
         return {
             **self.spec.to_metadata(),
+            **source,
             "dagster/column_schema": dg.TableSchema(columns=columns),
             "dagster/table_name": self.name,
             WRITERS_KEY: self.writers,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -14,8 +14,10 @@ import dagster as dg
 from idem_assets._lazy import lazy_module
 from idem_assets.checkpoint import Memo
 from idem_assets.io_manager import TableOutput, Window
+from idem_assets.io_manager.erasure import erased_for
 from idem_assets.io_manager.noop import same_inputs
 from idem_assets.io_manager.tracking import SettledWrite, last_settled
+from idem_assets.lake.erasure import Erased
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.files import (
     Discovery,
@@ -23,7 +25,8 @@ from idem_assets.landing.files import (
     discover_days,
     discover_snapshot,
 )
-from idem_assets.landing.quarantine import QUARANTINE_TABLE, replace_quarantine
+from idem_assets.landing.quarantine import QUARANTINE_TABLE, QuarantineWrite, replace_quarantine
+from idem_assets.landing.quarantine_erasure import quarantine_without_erased
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.landing.store import LandingRoot
 from idem_assets.lib.asset_def import LakeAssetDef
@@ -136,10 +139,29 @@ def read_landing(
 
 
 def write_quarantine(
-    lake: LakeResource, contract: SourceContract, quarantine: pa.Table, window: Window
-) -> int:
-    """Replace this source's quarantine rows for the window; returns the table version."""
-    return replace_quarantine(lake.table(QUARANTINE_TABLE), contract, quarantine, window)
+    lake: LakeResource,
+    contract: SourceContract,
+    quarantine: pa.Table,
+    window: Window,
+    erased: Erased,
+) -> QuarantineWrite:
+    """Replace this source's quarantine rows for the window, leaving out those holding a key
+    of ``erased`` (the erased keys of the source's erasable columns: ``ledger_erased``)."""
+    kept, removed = quarantine_without_erased(
+        quarantine, erased, {contract.name: tuple(erased.values)}
+    )
+    version = replace_quarantine(lake.table(QUARANTINE_TABLE), contract, kept, window)
+    return QuarantineWrite(kept, version, removed)
+
+
+def ledger_erased(checkpoint: CheckpointResource | None, columns: Sequence[str]) -> Erased:
+    """The erased keys of ``columns`` as the ledger holds them now: read just before a write,
+    so a key erased while the landing files were read is left out too (none without a
+    checkpoint store or columns)."""
+    if checkpoint is None or not columns:
+        return Erased()
+    with checkpoint.open() as store:
+        return erased_for(columns, store)
 
 
 def input_signature(
@@ -195,8 +217,11 @@ def landing_output(
             _report_figures(context, figures, listing, cache.known_sha256, read)
         return TableOutput.unchanged_inputs(signature)
     if spark is not None:
-        return _spark_output(context, lake, spark, definition, window, signature, listing)
-    rows, figures = _load_and_report(context, lake, contract, window, listing)
+        return _spark_output(
+            context, lake, checkpoint, spark, definition, window, signature, listing
+        )
+    erasable = definition.spec.erasable_keys
+    rows, figures = _load_and_report(context, lake, contract, window, listing, checkpoint, erasable)
     with checkpoint.open() as store:
         try:
             store.remember(scope, [Memo(window.label(), signature, figures)])
@@ -300,6 +325,7 @@ def _inputs_unchanged(
 def _spark_output(
     context: dg.AssetExecutionContext,
     lake: LakeResource,
+    checkpoint: CheckpointResource,
     spark: SparkResource,
     definition: LakeAssetDef,
     window: Window,
@@ -317,7 +343,8 @@ def _spark_output(
     )
     valid, bad = batch.counts()
     quarantine = batch.quarantine.toArrow()
-    version = write_quarantine(lake, contract, quarantine, window)
+    erased = ledger_erased(checkpoint, definition.spec.erasable_keys)
+    written = write_quarantine(lake, contract, quarantine, window, erased)
     add_asset_metadata(
         context,
         {
@@ -325,8 +352,9 @@ def _spark_output(
             "landing_files": len(batch.files),
             "raw_rows": valid + bad,
             "valid_rows": valid,
-            "quarantined_rows": bad,
-            "quarantine_table_version": version,
+            "quarantined_rows": bad - written.erased,
+            "quarantine_rows_erased": written.erased,
+            "quarantine_table_version": written.version,
         },
     )
     rows = batch.rows
@@ -341,10 +369,17 @@ def load_landing(
     contract: SourceContract,
     window: Window,
     listing: WindowListing | None = None,
+    *,
+    checkpoint: CheckpointResource | None = None,
+    erasable_keys: Sequence[str] = (),
 ) -> pa.Table:
-    """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows."""
+    """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows.
+
+    Quarantine rows holding a key erased from ``erasable_keys`` (in ``checkpoint``'s
+    ledger) are left out of the quarantine table.
+    """
     listing = listing or list_window(lake, contract, window)
-    return _load_and_report(context, lake, contract, window, listing)[0]
+    return _load_and_report(context, lake, contract, window, listing, checkpoint, erasable_keys)[0]
 
 
 def _load_and_report(
@@ -353,16 +388,19 @@ def _load_and_report(
     contract: SourceContract,
     window: Window,
     listing: WindowListing,
+    checkpoint: CheckpointResource | None,
+    erasable_keys: Sequence[str],
 ) -> tuple[pa.Table, dict[str, Any]]:
     """``load_landing``, and the figures it reported."""
     batch = read_landing(lake, contract, window, listing)
-    version = write_quarantine(lake, contract, batch.quarantine, window)
-    figures = landing_figures(batch, version)
+    erased = ledger_erased(checkpoint, erasable_keys)
+    written = write_quarantine(lake, contract, batch.quarantine, window, erased)
+    figures = landing_figures(batch, written)
     hashes = {f.relpath: f.sha256 for f in batch.files}
     _report_figures(context, figures, listing, hashes.get, {f.relpath: f.rows for f in batch.files})
-    if batch.quarantine.num_rows:
+    if written.rows.num_rows:
         context.log.warning(
-            f"{batch.quarantine.num_rows} {contract.name} row(s) of {window.label()} could not "
+            f"{written.rows.num_rows} {contract.name} row(s) of {window.label()} could not "
             f"be stored as declared: kept with their reasons in the {QUARANTINE_TABLE!r} table"
         )
     warn_unread(context, batch.ignored_files)

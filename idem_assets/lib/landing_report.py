@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 
 from idem_assets.landing.files import is_hidden
+from idem_assets.landing.quarantine import QuarantineWrite
 from idem_assets.landing.reader import LandingBatch
 
 MAX_LISTED_FILES = 50
@@ -25,25 +26,27 @@ def listed(ignored: Mapping[str, str]) -> dg.MetadataValue:
     return dg.MetadataValue.json(dict(sorted(ignored.items())[:MAX_LISTED_FILES]))
 
 
-def landing_figures(batch: LandingBatch, quarantine_version: int) -> dict[str, Any]:
+def landing_figures(batch: LandingBatch, quarantine: QuarantineWrite) -> dict[str, Any]:
     """Row accounting of a landing read, as plain JSON values: raw rows, valid rows,
-    quarantined rows, files (kept, so that a rerun on unchanged files reports them too)."""
+    quarantined rows (those written; rows holding an erased key are counted apart), files
+    (kept, so that a rerun on unchanged files reports them too)."""
     files = [
         {"file": f.relpath, "format": f.format, "rows": f.rows, "sha256": f.sha256[:12]}
         for f in batch.files[:MAX_LISTED_FILES]
     ]
     reasons: dict[str, int] = {}
-    if batch.quarantine.num_rows:
-        for reason in batch.quarantine.column("reason").to_pylist():
+    if quarantine.rows.num_rows:
+        for reason in quarantine.rows.column("reason").to_pylist():
             head = str(reason).split(":", 1)[0]
             reasons[head] = reasons.get(head, 0) + 1
     return {
         "landing_files": len(batch.files),
         "raw_rows": batch.raw_rows,
         "valid_rows": batch.rows.num_rows,
-        "quarantined_rows": batch.quarantine.num_rows,
+        "quarantined_rows": quarantine.rows.num_rows,
+        "quarantine_rows_erased": quarantine.erased,
         "quarantine_reasons": reasons,
-        "quarantine_table_version": quarantine_version,
+        "quarantine_table_version": quarantine.version,
         "dropped_columns": {path: list(cols) for path, cols in batch.dropped_columns.items()},
         "files": files,
         # Files in the folder that were not read, and remarks such as zero-byte files: shown so

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore
 from idem_assets.checkpoint.erasures import ErasureLedger
-from idem_assets.io_manager.erasure import erasable_tables
+from idem_assets.io_manager.erasure import erasable_sources, erasable_tables, scan_storage
 from idem_assets.lake.erasure import satellites
 from idem_assets.lake.maintenance import (
     MIN_RETENTION_HOURS,
@@ -79,6 +79,7 @@ def maintain(
     known: Mapping[str, tuple[str, ...]],
     store: CheckpointStore | None = None,
     erasable: Mapping[str, tuple[str, ...]] | None = None,
+    sources: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Iterator[dg.AssetObservation]:
     """Maintain the configured tables of ``known``; one observation per asset's table. With
     ``store``, each vacuumed table declaring ``erasable`` columns is scanned for erased keys
@@ -119,8 +120,9 @@ def maintain(
         opened = target.open()
         assert opened is not None
         metadata["delta_version"] = opened.version()
-        if config.vacuum and store is not None and name in (erasable or {}):
-            scan = ErasureLedger(store).scan(lake.table, erasable or {}, [name])
+        quarantined = name == QUARANTINE_TABLE and bool(sources)
+        if config.vacuum and store is not None and (name in (erasable or {}) or quarantined):
+            scan = scan_storage(ErasureLedger(store), lake.table, erasable or {}, sources, [name])
             metadata["files_holding_erased_keys"] = sum(len(s.held) for s in scan.tables.values())
         context.log.info(f"{name}: {metadata}")
         if name != QUARANTINE_TABLE:
@@ -131,6 +133,7 @@ def maintenance_definitions(defs: dg.Definitions) -> dg.Definitions:
     """The maintenance job and its nightly schedule over every lake table of ``defs``."""
     known = lake_tables(_asset_specs(defs))
     erasable = erasable_tables(defs)
+    sources = erasable_sources(defs)
 
     @dg.op(
         name="maintain_lake_tables",
@@ -144,7 +147,7 @@ def maintenance_definitions(defs: dg.Definitions) -> dg.Definitions:
         checkpoint: CheckpointResource,
     ) -> Iterator[dg.AssetObservation]:
         with checkpoint.open() as store:
-            yield from maintain(context, config, lake, known, store, erasable)
+            yield from maintain(context, config, lake, known, store, erasable, sources)
 
     @dg.job(
         name="lake_maintenance_job",

@@ -31,6 +31,7 @@ from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.errors import LandingFileError
+from idem_assets.landing.quarantine_erasure import QuarantineWithoutErased
 from idem_assets.landing.reader import FileReader
 from idem_assets.spark.erasure import without_erased_spark
 from idem_assets.spark.landing import (
@@ -134,7 +135,8 @@ class StreamSink:
                 rows = self.prepare(rows)
             # Read at each micro-batch: a key erased while the stream runs is left out of
             # the next batch (a replayed batch committed before the erase is skipped).
-            rows = without_erased_spark(rows, self.erased())
+            erased = self.erased()
+            rows = without_erased_spark(rows, erased)
             result = append_spark(
                 self.target,
                 rows,
@@ -152,6 +154,11 @@ class StreamSink:
                         for name in ("source_file", "row_number", "reason", "raw_record")
                     ),
                 )
+                if erased:
+                    held_out = QuarantineWithoutErased(
+                        erased, {self.contract.name: self.erasable_keys}
+                    )
+                    rejected = rejected.mapInArrow(held_out, rejected.schema)
                 append_spark(
                     self.quarantine,
                     rejected,

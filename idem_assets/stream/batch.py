@@ -15,6 +15,7 @@ from idem_assets.lake.delta_log import commit_infos
 from idem_assets.lake.erasure import Erased
 from idem_assets.lake.frames import conform
 from idem_assets.landing.normalise import quarantine_schema
+from idem_assets.landing.quarantine_erasure import quarantine_without_erased
 from idem_assets.stream.files import FileRead
 from idem_assets.stream.offsets import BatchPlan
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource
@@ -45,7 +46,7 @@ class BuiltBatch:
     quarantine: pa.Table  # quarantine_schema()
     raw_rows: int
     fingerprint: Fingerprint
-    erased: int = 0  # valid rows left out: they hold an erased key
+    erased: int = 0  # valid and quarantined rows left out: they hold an erased key
 
     def __post_init__(self) -> None:
         if self.raw_rows != self.rows.num_rows + self.quarantine.num_rows + self.erased:
@@ -54,13 +55,21 @@ class BuiltBatch:
                 f"valid + {self.quarantine.num_rows} quarantined + {self.erased} erased"
             )
 
-    def without(self, erased: Erased) -> BuiltBatch:
-        """The batch without the rows holding an erased key (counted as ``erased``)."""
+    def without(self, erased: Erased, source: str) -> BuiltBatch:
+        """The batch without the rows holding an erased key, its valid rows and its
+        quarantine rows (of ``source``) alike, counted as ``erased``."""
         rows, removed = erased.without(self.rows)
-        if not removed:
+        quarantine, held = quarantine_without_erased(
+            self.quarantine, erased, {source: tuple(erased.values)}
+        )
+        if not removed and not held:
             return self
         return dataclasses.replace(
-            self, rows=rows, fingerprint=fingerprint(rows), erased=self.erased + removed
+            self,
+            rows=rows,
+            quarantine=quarantine,
+            fingerprint=fingerprint(rows) if removed else self.fingerprint,
+            erased=self.erased + removed + held,
         )
 
 

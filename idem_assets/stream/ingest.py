@@ -201,7 +201,8 @@ class StreamIngester:
             self._observe("file_read", plan.seq, index=index, file=entry.relpath)
         built = build_batch(self.source, plan, reads)
         if self.source.erasable_keys:
-            built = built.without(ErasureLedger(self.store).erased(self.source.erasable_keys))
+            erased = ErasureLedger(self.store).erased(self.source.erasable_keys)
+            built = built.without(erased, self.source.name)
         self._observe(
             "built",
             plan.seq,

@@ -67,7 +67,7 @@ class BatchOutcome:
     signature: str  # of the batch's files (relpath, sha256)
     table_version: int
     attempts: int
-    erased: int = 0  # valid rows left out: they hold an erased key
+    erased: int = 0  # valid and quarantined rows left out: they hold an erased key
 
     def as_result(self) -> dict[str, Any]:
         """The tracker result kept in the checkpoint store."""

@@ -4,6 +4,7 @@ holding it once the retention has passed and the files are vacuumed."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,13 +55,22 @@ def _shows(text: str, customer: int) -> bool:
     )
 
 
-def _files_holding(tmp_path: Path, customer: int) -> list[Path]:
-    """Every Parquet file under the lake (any version's, tombstones too) holding it."""
+def _files_holding(tmp_path: Path, customer: int, quarantine_only: bool = False) -> list[Path]:
+    """Every Parquet file under the lake (any version's, tombstones too) holding it: in a
+    customer_id column, or in a quarantined row's raw record of orders or customers."""
     found = []
     for path in sorted((tmp_path / "lake").rglob("*.parquet")):
         table = pq.read_table(path)
-        if "customer_id" in table.column_names:
+        if "customer_id" in table.column_names and not quarantine_only:
             if customer in table.column("customer_id").to_pylist():
+                found.append(path)
+        elif "raw_record" in table.column_names:
+            # The quarantine, partitioned by source=<name>/
+            source = next((p[len("source=") :] for p in path.parts if p.startswith("source=")), "")
+            records = [json.loads(r) for r in table.column("raw_record").to_pylist()]
+            if source in ERASABLE and any(
+                isinstance(r, dict) and str(r.get("customer_id")) == str(customer) for r in records
+            ):
                 found.append(path)
     return found
 
@@ -81,12 +91,12 @@ def erased(tmp_path_factory):
     customer = next(c for c in orders.column("customer_id").to_pylist() if c in customers)
     assert all(_holders(tmp_path, customer).values())
     erase = _run(tmp_path, "erase", "--key", f"customer_id={customer}")
+    assert erase.returncode == 0, erase.stdout + erase.stderr[-2000:]
     return tmp_path, customer, erase
 
 
 def test_erase_removes_the_key_from_every_declaring_table_and_never_prints_it(erased):
     tmp_path, customer, erase = erased
-    assert erase.returncode == 0, erase.stdout + erase.stderr[-2000:]
     digest = key_digest("customer_id", str(customer))
     assert f"erased key {digest} (customer_id)" in erase.stdout
     assert f"customer_id={customer}" not in erase.stdout + erase.stderr
@@ -169,6 +179,39 @@ def test_status_lists_every_file_a_scan_finds_and_vacuum_now_leaves_none(erased,
     # Every table still reads, at its newest version, with the rows it had.
     for name in ERASABLE:
         assert read_rows(DeltaTable(str(tmp_path / "lake" / name))).num_rows > 0
+
+
+def _quarantined(lake: Path) -> set[str]:
+    """The customer ids in raw records of quarantined orders and customers rows."""
+    rows = read_rows(DeltaTable(str(lake / "quarantine")))
+    return {
+        str(record["customer_id"])
+        for source, text in zip(
+            rows.column("source").to_pylist(), rows.column("raw_record").to_pylist(), strict=True
+        )
+        if source in ERASABLE
+        and isinstance(record := json.loads(text), dict)
+        and "customer_id" in record
+    }
+
+
+def test_a_quarantined_row_holding_the_key_is_erased_and_listed_too(erased, tmp_path):
+    source, _, _ = erased
+    shutil.copytree(source / "lake", tmp_path / "lake")
+    shutil.copy(source / "state.db", tmp_path / "state.db")
+    held = sorted(_quarantined(tmp_path / "lake"))
+    assert held  # the generator plants bad rows; some name a customer
+    customer = int(held[0])
+    erase = _run(tmp_path, "erase", "--key", f"customer_id={customer}")
+    assert erase.returncode == 0, erase.stdout + erase.stderr[-2000:]
+    assert "  quarantine: 1 row(s) deleted in version" in erase.stdout, erase.stdout
+    assert str(customer) not in _quarantined(tmp_path / "lake")
+    # The quarantine's removed file is listed like any table's, and found by the scan.
+    removed = _files_holding(tmp_path, customer, quarantine_only=True)
+    assert removed and set(removed) <= set(_listed(erase.stdout, tmp_path / "lake"))
+    now = _run(tmp_path, "erase", "--vacuum-now")
+    assert now.returncode == 0, now.stdout + now.stderr[-2000:]
+    assert _files_holding(tmp_path, customer) == []
 
 
 def test_status_names_events_of_dagster_s_log_that_show_an_erased_value(erased, tmp_path):

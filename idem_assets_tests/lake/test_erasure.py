@@ -9,6 +9,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from idem_assets.checkpoint import open_store
 from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.io_manager.erasure import scan_storage
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.erasure import (
     CURRENT,
@@ -123,15 +124,15 @@ def test_the_ledger_keeps_each_key_once_and_records_when_it_was_fully_gone(tmp_p
         ledger.note(first, {"customers": erase_key(target, "customer_id", "7")})
         assert ledger.erased(["customer_id"]).values == {"customer_id": frozenset({"7"})}
         assert ledger.erased(["email"]).values == {}
-        scan = ledger.scan(located, declared)
+        scan = scan_storage(ledger, located, declared)
         (entry,) = scan.entries
         assert len(scan.holding(entry)["customers"]) == 2 and entry.gone_at is None
         assert [kind for _, kind in ledger.entries()[0].held["customers"]] == [REMOVED] * 2
         # Overriding the retention deletes them now; the next scan records the time.
         vacuum_erased(target, scan.tables["customers"], store.now())
         assert _files_with(tmp_path / "customers", "customer_id", 7) == []
-        (gone,) = ledger.scan(located, declared).entries
+        (gone,) = scan_storage(ledger, located, declared).entries
         assert gone.held == {} and gone.gone_at is not None
         assert ledger.entries()[0].gone_at == gone.gone_at
         # A later scan keeps the first time it was found gone.
-        assert ledger.scan(located, declared).entries[0].gone_at == gone.gone_at
+        assert scan_storage(ledger, located, declared).entries[0].gone_at == gone.gone_at

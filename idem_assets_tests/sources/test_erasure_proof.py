@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from idem_assets.check.erase import erase, vacuum_now
 from idem_assets.checkpoint.erasures import ErasureLedger
-from idem_assets.io_manager.erasure import erasable_tables
+from idem_assets.io_manager.erasure import erasable_tables, scan_storage
 from idem_assets.lake import fingerprint, read_rows
 from idem_assets.lake.changes import change_rows
 from idem_assets.lib import append_changes, changes_metadata, consume_changes
@@ -131,7 +131,7 @@ def _one_order(root: Path, seed: int) -> dict[str, str]:
 
     def status_equals_scan() -> set[str]:
         with checkpoint.open() as store:
-            scan = ErasureLedger(store).scan(lake.table, declared)
+            scan = scan_storage(ErasureLedger(store), lake.table, declared)
         listed = _listed(scan)
         assert listed == _held_on_storage(root / "lake", folders, so_far)
         return listed

@@ -68,12 +68,13 @@ def test_a_declared_source_read_on_spark_leaves_an_erased_key_out(tmp_path, spar
     assert tables["spark"] == tables["local"]
 
 
-def _events_file(spark, name: str, customers: list[int]):
-    """A micro-batch of one JSON Lines file of events (as Spark's binaryFile source gives)."""
+def _events_file(spark, name: str, events: list[tuple[str, int]]):
+    """A micro-batch of one JSON Lines file of (event_id, customer_id) events (as Spark's
+    binaryFile source gives); a blank event id is refused (quarantined)."""
     lines = [
         json.dumps(
             {
-                "event_id": f"{name}-{n}",
+                "event_id": event_id,
                 "customer_id": customer,
                 "event_type": "page_view",
                 "event_time": "2024-03-01T10:00:00Z",
@@ -81,22 +82,23 @@ def _events_file(spark, name: str, customers: list[int]):
                 "payload": "{}",
             }
         )
-        for n, customer in enumerate(customers)
+        for event_id, customer in events
     ]
     content = ("\n".join(lines) + "\n").encode()
     schema = "path string, content binary"
     return spark.createDataFrame([(f"/stream/{name}.jsonl", content)], schema)
 
 
-def test_a_structured_stream_leaves_keys_erased_while_it_runs_out_of_later_batches(tmp_path, spark):
-    from idem_assets.checkpoint import open_store
-    from idem_assets.checkpoint.erasures import ErasureLedger
+def _numbered(name: str, customers: list[int]) -> list[tuple[str, int]]:
+    return [(f"{name}-{n}", customer) for n, customer in enumerate(customers)]
+
+
+def _sink(tmp_path, **extra):
     from idem_assets.lake import LakeTable
     from idem_assets.sample import EVENTS, EVENTS_SOURCE
     from idem_assets.spark.streaming import StreamSink, with_dates_of_spark
 
-    url = f"sqlite:///{tmp_path / 'state.db'}"
-    sink = StreamSink(
+    return StreamSink(
         LakeTable(str(tmp_path / "events_stream")),
         "events-stream",
         contract=EVENTS,
@@ -104,13 +106,28 @@ def test_a_structured_stream_leaves_keys_erased_while_it_runs_out_of_later_batch
         prepare=functools.partial(with_dates_of_spark, pairs=[("event_date", "event_time")]),
         partition_column="event_date",
         erasable_keys=("customer_id",),
-        erasures_url=url,
+        erasures_url=f"sqlite:///{tmp_path / 'state.db'}",
+        **extra,
     )
-    sink.commit(_events_file(spark, "a", [42, 7]), 0)
-    with open_store(url) as store:
+
+
+def _erase_42(tmp_path) -> None:
+    from idem_assets.checkpoint import open_store
+    from idem_assets.checkpoint.erasures import ErasureLedger
+
+    with open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
         ErasureLedger(store).record("customer_id", "42")
-    sink.commit(_events_file(spark, "a", [42, 7]), 0)  # a replay: skipped, as before
-    sink.commit(_events_file(spark, "b", [42, 8, 42]), 1)
+
+
+def test_a_structured_stream_leaves_keys_erased_while_it_runs_out_of_later_batches(tmp_path, spark):
+    from idem_assets.sample import EVENTS, EVENTS_SOURCE
+    from idem_assets.spark.streaming import StreamSink
+
+    sink = _sink(tmp_path)
+    sink.commit(_events_file(spark, "a", _numbered("a", [42, 7])), 0)
+    _erase_42(tmp_path)
+    sink.commit(_events_file(spark, "a", _numbered("a", [42, 7])), 0)  # a replay: skipped
+    sink.commit(_events_file(spark, "b", _numbered("b", [42, 8, 42])), 1)
     stored = read_rows(sink.target.open())
     assert sorted(stored.column("event_id").to_pylist()) == ["a-0", "a-1", "b-1"]
     # Erasing the rows committed before the erase is `idem-assets erase`'s part.
@@ -119,3 +136,16 @@ def test_a_structured_stream_leaves_keys_erased_while_it_runs_out_of_later_batch
         StreamSink(
             sink.target, "x", EVENTS, EVENTS_SOURCE.table_schema(), erasable_keys=("customer_id",)
         )
+
+
+def test_a_structured_stream_quarantines_no_row_of_an_erased_key(tmp_path, spark):
+    from idem_assets.lake import LakeTable
+
+    sink = _sink(tmp_path, quarantine=LakeTable(str(tmp_path / "quarantine")))
+    _erase_42(tmp_path)
+    sink.commit(_events_file(spark, "a", [("a-0", 42), (" ", 42), (" ", 7), ("a-3", 8)]), 0)
+    stored = read_rows(sink.target.open())
+    assert sorted(stored.column("event_id").to_pylist()) == ["a-3"]
+    assert sink.quarantine is not None
+    records = read_rows(sink.quarantine.open()).column("raw_record").to_pylist()
+    assert [str(json.loads(r)["customer_id"]) for r in records] == ["7"]

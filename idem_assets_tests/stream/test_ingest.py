@@ -10,7 +10,7 @@ import pytest
 from idem_assets.checkpoint import Status, open_store
 from idem_assets.checkpoint.erasures import ErasureLedger
 from idem_assets.io_manager import Window
-from idem_assets.lake import erase_key, read_rows
+from idem_assets.lake import Erased, erase_key, read_rows
 from idem_assets.lib.landing_io import read_landing, write_quarantine
 from idem_assets.resources import LakeResource
 from idem_assets.sample import EVENTS, EVENTS_STREAM, PRODUCT_CATALOG
@@ -165,7 +165,7 @@ def test_stream_quarantine_rows_survive_the_daily_quarantine_writers(
         (PRODUCT_CATALOG, Window()),
     ):
         batch = read_landing(lake, contract, window)  # nothing landed: an empty slice
-        write_quarantine(lake, contract, batch.quarantine, window)
+        write_quarantine(lake, contract, batch.quarantine, window, Erased())
     assert world.quarantined() == stream_rows
     table = world.quarantine.open()
     assert table.metadata().partition_columns == ["source", "partition_date"]

@@ -110,6 +110,7 @@ def _logger(context: dg.AssetExecutionContext) -> Any:
         "idem/strategy": "append",
         "idem/txn_app_id": STREAM.app_id,
         "idem/erasable_keys": list(STREAM.erasable_keys),
+        "idem/landing_source": STREAM.name,
     },
     description=(
         "Append-only event log fed by <landing>/events_stream/: every run fixes the next "

@@ -26,6 +26,7 @@ from idem_assets.lake.history import VALID_FROM
 from idem_assets.lake.history_deletes import history_deletes
 from idem_assets.lake.merge import Tombstones
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
+from idem_assets.landing.quarantine_erasure import quarantine_held
 from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
 from idem_assets.lib.asset_def import LakeAssetDef
@@ -41,6 +42,7 @@ from idem_assets.resources import LakeResource
 
 if TYPE_CHECKING:
     import polars as pl
+    import pyarrow as pa
     from deltalake import DeltaTable
 
     from idem_assets.lake.predicates import Condition
@@ -62,6 +64,8 @@ class JudgedSpan:
     deduplicated: PreparedBatch
     # Valid rows left out because they hold an erased key, per window.
     erased_by_window: Counter[int]
+    # The batch's quarantine rows a write leaves out because they hold an erased key.
+    quarantine_erased: pa.Array
 
     @classmethod
     def of(
@@ -90,14 +94,21 @@ class JudgedSpan:
         import pyarrow.compute as pc  # here, not at import: see idem_assets._lazy
 
         # Rows of erased keys are left out, as a write leaves them out, and counted.
-        held = erased_of(definition).held(rows)
+        keys = erased_of(definition)
+        held = keys.held(rows)
         erased = Counter(rows.filter(held).column(_WINDOW).to_pylist())
         rows = rows.filter(pc.invert(held))
         spec = definition.spec
+        quarantine_erased = quarantine_held(
+            batch.quarantine, keys, {batch.source: spec.erasable_keys}
+        )
         if spec.dedupe and spec.natural_key:
             # The window is part of the key: each window deduplicated as if read alone.
             spec = spec.model_copy(update={"natural_key": (_WINDOW, *spec.natural_key)})
-        return cls(definition, lake, batch, windows, window_of, prepare(spec, rows), erased)
+        deduplicated = prepare(spec, rows)
+        return cls(
+            definition, lake, batch, windows, window_of, deduplicated, erased, quarantine_erased
+        )
 
     def _counts(self, values: list[object]) -> Counter[int]:
         """How many of ``values`` (day folders or partition days) fall in each window."""
@@ -143,9 +154,24 @@ class JudgedSpan:
         return raw
 
     @functools.cached_property
+    def _quarantine_kept(self) -> pa.Table:
+        """The batch's quarantine rows a write keeps (not those holding an erased key)."""
+        import pyarrow.compute as pc  # here, not at import: see idem_assets._lazy
+
+        return self.batch.quarantine.filter(pc.invert(self.quarantine_erased))
+
+    @functools.cached_property
+    def _quarantine_erased_by_window(self) -> Counter[int]:
+        """Quarantined rows left out because they hold an erased key, per window."""
+        held = self.batch.quarantine.filter(self.quarantine_erased)
+        if not self._span.partitioned:
+            return Counter({0: held.num_rows})
+        return self._counts(held.column("partition_date").to_pylist())
+
+    @functools.cached_property
     def _reasons_by_day(self) -> dict[dt.date | None, list[object]]:
-        """The batch's quarantine reasons by the day folder of their rows."""
-        quarantine = self.batch.quarantine
+        """The kept quarantine reasons by the day folder of their rows."""
+        quarantine = self._quarantine_kept
         out: dict[dt.date | None, list[object]] = {}
         for day, reason in zip(
             quarantine.column("partition_date").to_pylist(),
@@ -290,7 +316,8 @@ class JudgedSpan:
         return self._counts(stored.column("partition_date").to_pylist())
 
     def conservation(self, window: Window) -> dg.AssetCheckResult:
-        """raw == loaded + duplicates dropped + quarantined, for one window."""
+        """raw == loaded + duplicates dropped + quarantined + erased, for one window (a
+        quarantined row holding an erased key counts as erased)."""
         index = self._position[window]
         kept = self._kept_by_window[index]
         return conservation_result(
@@ -300,7 +327,7 @@ class JudgedSpan:
             duplicates=self._valid_by_window[index] - kept - self.erased_by_window[index],
             quarantined=self._quarantined_by_window[index],
             expected_loaded=kept,
-            erased=self.erased_by_window[index],
+            erased=self.erased_by_window[index] + self._quarantine_erased_by_window[index],
         )
 
     def quarantine_share(self, window: Window, threshold: float) -> dg.AssetCheckResult:
