@@ -20,6 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 import pyarrow.parquet as pq
+import pytest
 
 from idem_assets.check.erase import erase, vacuum_now
 from idem_assets.checkpoint.erasures import ErasureLedger
@@ -201,6 +202,7 @@ def _one_order(root: Path, seed: int) -> dict[str, str]:
     }
 
 
+@pytest.mark.timeout(max(1200, ORDERS * 600))
 def test_keys_erased_at_random_points_of_random_orders_leave_one_table_and_no_file(tmp_path):
     fingerprints = {
         seed: _one_order(tmp_path / str(seed), seed)
