@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,7 +24,25 @@ import pytest
 from idem_assets_tests.ui.server import ROOT, dagster_dev_env, free_port
 
 UP_SECONDS = 300.0
-DOWN_SECONDS = 60.0
+DOWN_SECONDS = 180.0
+# make started as from a terminal: SIGINT and SIGTERM delivered and handled by default,
+# whatever the test process left ignored or blocked (a child inherits both across exec, and
+# a make started with SIGTERM ignored or blocked never passes it on).
+_AS_FROM_A_TERMINAL = (
+    "import os, signal, sys; "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+    "signal.signal(signal.SIGINT, signal.SIG_DFL); signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+
+def _signals(pid: int) -> str:
+    """The signal masks of a process (blocked, ignored, caught), for a failure's message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "gone"
+    return " ".join(line for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
 
 
 def _children() -> dict[int, int]:
@@ -100,7 +119,12 @@ def test_one_signal_stops_everything_make_run_started(tmp_path, stop):
     # The Ctrl-C case also lays out the sample data, as a first `make run` does.
     sample = ["SAMPLE_DATA=yes", "TPCH_DAYS=2"] if stop == "ctrl-c" else []
     make = subprocess.Popen(
-        ["make", "--no-print-directory", "-o", ".venv/.installed", "run", *sample],
+        [
+            sys.executable,
+            "-c",
+            _AS_FROM_A_TERMINAL,
+            *("make", "--no-print-directory", "-o", ".venv/.installed", "run", *sample),
+        ],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -138,7 +162,17 @@ def test_one_signal_stops_everything_make_run_started(tmp_path, stop):
             os.killpg(make.pid, signal.SIGINT)
         else:
             make.send_signal(signal.SIGTERM)
-        make.wait(timeout=DOWN_SECONDS)
+        signalled = {pid: _signals(pid) for pid in (make.pid, *started)}
+        try:
+            make.wait(timeout=DOWN_SECONDS)
+        except subprocess.TimeoutExpired:
+            output = (tmp_path / "make-run.log").read_text()[-3000:]
+            raise AssertionError(
+                f"make had not exited {DOWN_SECONDS:.0f} s after its {stop}; the supervisor "
+                f"{'had' if 'stopping the webserver' in output else 'had not'} begun to stop; "
+                f"signal masks when signalled: {signalled}; now: "
+                f"{ {pid: _signals(pid) for pid in (make.pid, *started)} }\n{output}"
+            ) from None
         deadline = time.monotonic() + DOWN_SECONDS
         while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
             time.sleep(0.5)
