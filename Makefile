@@ -101,7 +101,8 @@ tpch-data: install sample-data
 	@if [ "$(SAMPLE_DATA)" != yes ]; then :; \
 	elif [ ! -e $(IDEM_LANDING_DIR)/tpch ]; then \
 		$(PY) -m idem_assets.sample tpch --out $(IDEM_LANDING_DIR) \
-			--scale $(TPCH_SCALE) --days $(TPCH_DAYS); \
+			--scale $(TPCH_SCALE) --days $(TPCH_DAYS) >/dev/null \
+		&& echo "TPC-H data: $(TPCH_DAYS) days from 1992-01-01 at scale $(TPCH_SCALE) in $(IDEM_LANDING_DIR)/tpch"; \
 	else echo "TPC-H landing data present in $(IDEM_LANDING_DIR)/tpch"; fi
 
 ## Start the Dagster UI on http://$(HOST):$(PORT) with the whole code location loaded,

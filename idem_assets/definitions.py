@@ -57,6 +57,9 @@ def build_definitions(resources: dict[str, object]) -> dg.Definitions:
 
 
 with collector_paused():
+    from idem_assets.lib.console import quiet_handler_notice
     from idem_assets.lib.resources import default_resources
+
+    quiet_handler_notice()
 
     defs = build_definitions(default_resources())

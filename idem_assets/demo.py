@@ -9,17 +9,47 @@ rows, Delta version, fingerprint and each check's results over the run's days (`
 ``WARN k/n (days)`` for failed checks of severity WARN, ``FAIL`` for failed ERROR
 checks), then whole-table fingerprints after each pass, and exits non-zero unless the
 second pass reproduced the first and no ERROR check failed.
+
+While it works it says so: its first line comes before the code location loads; during a
+run, an indented line per asset write and per finished step as they happen (read from the
+run's events in the instance); and ``still …`` whenever nothing was printed for
+``IDEM_PROGRESS_SECONDS`` (4 s by default). Dagster's own console stays at ERROR; on an
+instance of the shipped profiles (``make demo``'s) a run's end and its failed checks print on
+stderr, and ``IDEM_LOG_LEVEL=DEBUG make demo`` adds its step events
+(``idem_assets/lib/console.py``).
 """
+
+from __future__ import annotations
 
 import argparse
 import datetime as dt
 import sys
 import time
+import uuid
 import warnings
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-import dagster as dg
+from idem_assets.progress import Progress, RunSteps
+
+
+def _command() -> int:
+    """``python -m idem_assets.demo``: the first line before the code location loads (Dagster
+    and the definitions take seconds on a busy machine) and ``still loading`` lines while it
+    does; then this module, imported by name, runs its main() with the same progress."""
+    with Progress.from_env() as startup:
+        startup.say("demo: loading the code location…")
+        with startup.phase("demo: ", "loading the code location"):
+            from idem_assets import demo
+        return demo.main(progress=startup)
+
+
+if __name__ == "__main__":
+    sys.exit(_command())
+
+# The code location: loaded when the module is imported by name (as above, or by a test).
+import dagster as dg  # noqa: E402
 
 # Beta/preview notices about backfill policies and partitioned checks are noise here.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
@@ -28,12 +58,15 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 from idem_assets.definitions import defs  # noqa: E402
 from idem_assets.lake import fingerprint, read_rows  # noqa: E402
 from idem_assets.landing import list_days  # noqa: E402
+from idem_assets.lib.console import CONSOLE_TAG  # noqa: E402
+from idem_assets.lib.console import QUIET as QUIET_RUN  # noqa: E402
 from idem_assets.partitions import RANGE_END_TAG, RANGE_START_TAG  # noqa: E402
 from idem_assets.resources import LakeResource  # noqa: E402
 from idem_assets.sample.sources import DEFS_DIR, ORDERS  # noqa: E402
 from idem_assets.sources import load_source  # noqa: E402
 
-# Dagster's own step logs would drown the table; errors still show.
+# Dagster's own step logs would drown the table; errors still show (IDEM_LOG_LEVEL=DEBUG
+# prints the step events through the instance profile's handler).
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 TABLES = ("orders", "customers", "events", "daily_sales", "product_catalog", "quarantine")
 TPCH_DAILY = ("tpch_orders", "tpch_lineitem")
@@ -135,30 +168,47 @@ def _rows_of(run: int, result: dg.ExecuteInProcessResult) -> list[Row]:
     return rows
 
 
-def run_job(
-    run: int, label: str, job: dg.JobDefinition, instance: dg.DagsterInstance, **options: Any
-) -> dg.ExecuteInProcessResult:
-    """Execute one run of ``job`` and print its progress line as soon as it finishes."""
-    began = time.monotonic()
-    result = job.execute_in_process(instance=instance, run_config=QUIET, **options)
-    print(f"pass {run} · {label} · {time.monotonic() - began:.1f} s", flush=True)
-    return result
+@dataclass(frozen=True)
+class Runner:
+    """Where the demo's runs execute (the instance) and where they say how far they got."""
+
+    instance: dg.DagsterInstance
+    progress: Progress
+
+    def run(
+        self, run: int, name: str, job: dg.JobDefinition, span: str = "", **options: Any
+    ) -> dg.ExecuteInProcessResult:
+        """Execute one run of ``job``: a line per asset write and per finished step as they
+        happen, and the run's line (``pass N · name span · seconds``) when it ends."""
+        run_id = str(uuid.uuid4())  # known before the run starts, so its events can be followed
+        prefix = f"  pass {run} · {name} · "
+        began = time.monotonic()
+        steps = RunSteps(self.instance, run_id, prefix)
+        with self.progress.phase(prefix, "starting the run", steps):
+            # The demo reports its runs itself: no run lines of the instance's handler.
+            tags = {CONSOLE_TAG: QUIET_RUN, **options.pop("tags", {})}
+            result = job.execute_in_process(
+                instance=self.instance, run_config=QUIET, run_id=run_id, tags=tags, **options
+            )
+        label = f"{name} {span}" if span else name
+        self.progress.say(f"pass {run} · {label} · {time.monotonic() - began:.1f} s")
+        return result
 
 
 def run_range(
+    runner: Runner,
     run: int,
     name: str,
     job: dg.JobDefinition,
     window: tuple[str, str],
-    instance: dg.DagsterInstance,
     **options: Any,
 ) -> list[Row]:
     """The days of ``window`` (first, last) as one single-run backfill: one commit per table."""
     first, last = window
     days = (dt.date.fromisoformat(last) - dt.date.fromisoformat(first)).days + 1
-    label = f"{name} {first}..{last} (one run, {days} day{'' if days == 1 else 's'})"
+    span = f"{first}..{last} (one run, {days} day{'' if days == 1 else 's'})"
     tags = {RANGE_START_TAG: first, RANGE_END_TAG: last}
-    return _rows_of(run, run_job(run, label, job, instance, tags=tags, **options))
+    return _rows_of(run, runner.run(run, name, job, span, tags=tags, **options))
 
 
 def tpch_window(lake: LakeResource) -> tuple[str, str] | None:
@@ -169,7 +219,7 @@ def tpch_window(lake: LakeResource) -> tuple[str, str] | None:
     return (found[0].isoformat(), found[-1].isoformat()) if found else None
 
 
-def run_tpch(run: int, window: tuple[str, str], instance: dg.DagsterInstance) -> list[Row]:
+def run_tpch(runner: Runner, run: int, window: tuple[str, str]) -> list[Row]:
     """The TPC-H days as one single-run backfill, then its customer snapshot."""
     daily_keys = [dg.AssetKey(a) for a in TPCH_DAILY]
     snapshot_keys = [dg.AssetKey("tpch_customer")]
@@ -177,25 +227,25 @@ def run_tpch(run: int, window: tuple[str, str], instance: dg.DagsterInstance) ->
     snapshot = defs.resolve_implicit_job_def_def_for_assets(snapshot_keys)
     assert daily is not None and snapshot is not None
     ranged = run_range(
-        run, ", ".join(TPCH_DAILY), daily, window, instance, asset_selection=daily_keys
+        runner, run, ", ".join(TPCH_DAILY), daily, window, asset_selection=daily_keys
     )
-    customers = run_job(run, "tpch_customer", snapshot, instance, asset_selection=snapshot_keys)
+    customers = runner.run(run, "tpch_customer", snapshot, asset_selection=snapshot_keys)
     return [*ranged, *_rows_of(run, customers)]
 
 
 def run_pass(
-    run: int, days: tuple[str, str], instance: dg.DagsterInstance, tpch: tuple[str, str] | None
+    runner: Runner, run: int, days: tuple[str, str], tpch: tuple[str, str] | None
 ) -> list[Row]:
     """Materialize the days (first, last) in one run, then the catalog, then TPC-H, once."""
     # One run for all the days: daily_lake_job's assets (orders, customers, events,
     # daily_sales) all have a single-run backfill policy. Notifications, which post to the
     # notification service, are not in the job.
     daily_job = defs.resolve_job_def("daily_lake_job")
-    rows = run_range(run, daily_job.name, daily_job, days, instance)
+    rows = run_range(runner, run, daily_job.name, daily_job, days)
     catalog_job = defs.resolve_job_def("catalog_job")
-    rows.extend(_rows_of(run, run_job(run, catalog_job.name, catalog_job, instance)))
+    rows.extend(_rows_of(run, runner.run(run, catalog_job.name, catalog_job)))
     if tpch is not None:
-        rows.extend(run_tpch(run, tpch, instance))
+        rows.extend(run_tpch(runner, run, tpch))
     return rows
 
 
@@ -229,8 +279,11 @@ def _print_rows(rows: list[Row]) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run both passes and report; exit code 0 only if the second pass changed nothing."""
+def main(argv: list[str] | None = None, progress: Progress | None = None) -> int:
+    """Run both passes and report; exit code 0 only if the second pass changed nothing.
+
+    ``progress`` is the one the command's first line went to (a new one when None).
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--start",
@@ -242,18 +295,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.days < 1:
         parser.error(f"--days must be at least 1, got {args.days}")
-    lake = LakeResource()
-    start = args.start or min(list_days(lake.landing(), ORDERS), default=None)
-    if start is None:
-        parser.error(f"no landing data under {lake.landing_uri}; run `make sample-data`")
-    days = (start.isoformat(), (start + dt.timedelta(days=args.days - 1)).isoformat())
-    tpch = tpch_window(lake)
-    tables = (*TABLES, *TPCH_TABLES) if tpch else TABLES
-    with dg.DagsterInstance.get() as instance:
-        first = run_pass(1, days, instance, tpch)
-        after_first = table_fingerprints(lake, tables)
-        second = run_pass(2, days, instance, tpch)
-        after_second = table_fingerprints(lake, tables)
+    with ExitStack() as stack:
+        if progress is None:
+            progress = stack.enter_context(Progress.from_env())
+        with progress.phase("demo: ", "finding the landing days, opening the instance"):
+            lake = LakeResource()
+            start = args.start or min(list_days(lake.landing(), ORDERS), default=None)
+            if start is None:
+                parser.error(f"no landing data under {lake.landing_uri}; run `make sample-data`")
+            days = (start.isoformat(), (start + dt.timedelta(days=args.days - 1)).isoformat())
+            tpch = tpch_window(lake)
+            tables = (*TABLES, *TPCH_TABLES) if tpch else TABLES
+            instance = stack.enter_context(dg.DagsterInstance.get())
+        runner = Runner(instance, progress)
+        first = run_pass(runner, 1, days, tpch)
+        with progress.phase("  pass 1 · ", "fingerprinting the tables"):
+            after_first = table_fingerprints(lake, tables)
+        second = run_pass(runner, 2, days, tpch)
+        with progress.phase("  pass 2 · ", "fingerprinting the tables"):
+            after_second = table_fingerprints(lake, tables)
     print()
     _print_rows(first + second)
     print()
@@ -277,7 +337,3 @@ def main(argv: list[str] | None = None) -> int:
         f"tables equal: {'yes' if tables_equal else 'NO'}"
     )
     return 0 if reproduced and checks_ok and tables_equal and not commits else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

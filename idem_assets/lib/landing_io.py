@@ -315,7 +315,8 @@ def _inputs_unchanged(
         },
     )
     warn_unread(context, ignored)
-    context.log.info(
+    # The write's own line says it next ("unchanged, no commit ... proven by inputs").
+    context.log.debug(
         f"{definition.name} {window.label()}: landing files and code unchanged "
         "since the last settled write; not recomputed"
     )

@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -102,41 +103,48 @@ def _answers(url: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm-to-make"])
-def test_one_signal_stops_everything_make_run_started(tmp_path, stop):
+def start_make_run(root: Path, log: BinaryIO, *make_vars: str) -> tuple[subprocess.Popen, int]:
+    """`make run` as a user starts it from a terminal, on free ports and dirs under ``root``.
+
+    Returns make (leading its process group, as in a terminal) and the UI's port.
+    """
     port, notify_port = free_port(), free_port()
-    env = dagster_dev_env(tmp_path)
-    (tmp_path / "landing").mkdir()
+    env = dagster_dev_env(root)
+    (root / "landing").mkdir()
     env.update(
         {
             "PORT": str(port),
             "NOTIFY_PORT": str(notify_port),
-            "NOTIFY_DB": str(tmp_path / "state" / "notify.db"),
+            "NOTIFY_DB": str(root / "state" / "notify.db"),
             "IDEM_NOTIFY_URL": f"http://127.0.0.1:{notify_port}",
         }
     )
-    log = (tmp_path / "make-run.log").open("wb")
-    # The Ctrl-C case also lays out the sample data, as a first `make run` does.
-    sample = ["SAMPLE_DATA=yes", "TPCH_DAYS=2"] if stop == "ctrl-c" else []
     make = subprocess.Popen(
         [
-            sys.executable,
-            "-c",
-            _AS_FROM_A_TERMINAL,
-            *("make", "--no-print-directory", "-o", ".venv/.installed", "run", *sample),
+            *(sys.executable, "-c", _AS_FROM_A_TERMINAL),
+            *("make", "--no-print-directory", "-o", ".venv/.installed", "run", *make_vars),
         ],
         cwd=ROOT,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
-        start_new_session=True,  # make leads its group, as in a terminal
+        start_new_session=True,
     )
+    return make, port
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm-to-make"])
+def test_one_signal_stops_everything_make_run_started(tmp_path, stop):
+    log = (tmp_path / "make-run.log").open("wb")
+    # The Ctrl-C case also lays out the sample data, as a first `make run` does.
+    sample = ["SAMPLE_DATA=yes", "TPCH_DAYS=2"] if stop == "ctrl-c" else []
+    make, port = start_make_run(tmp_path, log, *sample)
     started: set[int] = set()
     try:
         deadline = time.monotonic() + UP_SECONDS
         while not (
             _answers(f"http://127.0.0.1:{port}/server_info")
-            and _answers(f"http://127.0.0.1:{notify_port}/healthz")
+            and "serving http://127.0.0.1:" in (tmp_path / "make-run.log").read_text()
         ):
             assert make.poll() is None, (tmp_path / "make-run.log").read_text()[-3000:]
             assert time.monotonic() < deadline, (tmp_path / "make-run.log").read_text()[-3000:]
@@ -146,7 +154,7 @@ def test_one_signal_stops_everything_make_run_started(tmp_path, stop):
             time.sleep(1)
         started = descendants(make.pid)
         names = {Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ") for pid in started}
-        assert any(b"dagster_webserver" in n for n in names), names
+        assert any(b"idem_assets.serve webserver" in n for n in names), names
         assert any(b"idem_assets.serve daemon" in n for n in names), names
         assert any(b"idem_assets.notify" in n for n in names), names
 
