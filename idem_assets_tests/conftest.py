@@ -1,11 +1,13 @@
 """Project-wide fixtures: real landing zones, lakes, PostgreSQL and Dagster instances; and
 the order test files are handed to the workers in."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from idem_assets_tests.harness import Project, new_project
+from idem_assets_tests.waiting import tail
 
 pytest_plugins = [
     "idem_assets_tests.fixtures.postgres",
@@ -51,3 +53,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return rank.get(relative, len(rank))
 
     items.sort(key=place)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """A child process that outlived its timeout: show what it printed beside the failure
+    (``subprocess.run`` and ``communicate`` keep it on the exception; the message names
+    only the command)."""
+    report = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, subprocess.TimeoutExpired):
+        for name, output in (("stdout", error.stdout), ("stderr", error.stderr)):
+            if output is not None:  # None: not captured, already in pytest's own capture
+                report.sections.append((f"timed-out process {name}", tail(output)))
+    return report

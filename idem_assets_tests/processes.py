@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from idem_assets_tests.waiting import WAIT_SECONDS
+
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
@@ -19,7 +21,7 @@ def checkout_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
-def run_python(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_python(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``python *args`` in a fresh interpreter importing this checkout; never raises on exit."""
     return subprocess.run(
         [sys.executable, *args],
@@ -41,7 +43,9 @@ def race(fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[Any]:
     """
     ctx = mp.get_context("spawn")  # children inherit the environment, nothing else
     with ctx.Manager() as manager:
-        barrier = manager.Barrier(len(jobs))
+        # A job whose process never gets there breaks the barrier for the others
+        # (BrokenBarrierError) instead of holding them forever.
+        barrier = manager.Barrier(len(jobs), timeout=WAIT_SECONDS)
         pool = ctx.Pool(len(jobs))
         try:
             return pool.starmap(fn, [(*job, barrier) for job in jobs])

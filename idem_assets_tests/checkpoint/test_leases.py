@@ -12,6 +12,7 @@ import pytest
 from idem_assets.checkpoint import LeaseLost, Status, open_store
 from idem_assets_tests.checkpoint.clock import SteppedClock
 from idem_assets_tests.checkpoint.worker import spawn
+from idem_assets_tests.waiting import wait_for_exit, wait_until
 
 SCOPE = "payments/2024-03-01"
 
@@ -119,14 +120,10 @@ def test_sigkilled_worker_records_come_back_after_the_lease(store_url: str, tmp_
         }
     )
     try:
-        deadline = time.monotonic() + 60
-        while not report.exists():
-            assert worker.poll() is None, "worker exited before reporting its claims"
-            assert time.monotonic() < deadline, "worker never reported its claims"
-            time.sleep(0.02)
+        wait_until(report.exists, "the worker's report of its claims", process=worker, every=0.02)
     finally:
         worker.send_signal(signal.SIGKILL)
-        assert worker.wait(timeout=30) == -signal.SIGKILL
+        assert wait_for_exit(worker, "the SIGKILLed worker to be reaped") == -signal.SIGKILL
     held = json.loads(report.read_text())
     unfinished = sorted(set(held["claimed"]) - set(held["succeeded"]))
     assert len(held["claimed"]) == 10 and len(unfinished) == 7

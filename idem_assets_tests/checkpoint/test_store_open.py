@@ -20,6 +20,7 @@ from idem_assets.checkpoint import (
 )
 from idem_assets_tests.checkpoint.clock import SteppedClock
 from idem_assets_tests.checkpoint.worker import spawn
+from idem_assets_tests.waiting import WAIT_SECONDS, wait_for_exit
 
 SCOPE = "orders-webhook/2024-03-01"
 
@@ -53,7 +54,7 @@ def test_attempts_counted_across_processes(store_url: str) -> None:
         store.register(SCOPE, [(f"r-{n}", None) for n in range(3)])
     for run in range(2):
         spec = {"mode": "fail_all", "url": store_url, "scope": SCOPE, "owner": f"proc-{run}"}
-        assert spawn(spec).wait(timeout=60) == 0
+        assert wait_for_exit(spawn(spec), f"worker {spec['owner']} to fail its claims") == 0
     with open_store(store_url) as store:
         claims = store.claim(SCOPE, "parent", lease_seconds=10)
         assert [c.attempts for c in claims] == [3, 3, 3]
@@ -86,7 +87,7 @@ def test_simultaneous_first_opens_create_one_schema(store_url: str) -> None:
 
     def open_at_once(owner: str) -> None:
         try:
-            start.wait(timeout=30)
+            start.wait(timeout=WAIT_SECONDS)
             with open_store(store_url) as store:
                 store.register(SCOPE, [(owner, None)])
         except BaseException as error:  # collected and re-raised by the test thread
@@ -96,8 +97,10 @@ def test_simultaneous_first_opens_create_one_schema(store_url: str) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=60)
+        thread.join(timeout=WAIT_SECONDS)
     assert errors == []
+    alive = [thread.name for thread in threads if thread.is_alive()]
+    assert not alive, f"gave up after {WAIT_SECONDS:.0f} s waiting for the threads {alive}"
     with open_store(store_url) as store:
         assert [t.record_id for t in store.list(SCOPE)] == ["t0", "t1", "t2", "t3"]
 

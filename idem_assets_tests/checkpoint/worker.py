@@ -70,7 +70,9 @@ def _fail_all(store: CheckpointStore, spec: dict[str, Any]) -> None:
 def _drain(store: CheckpointStore, spec: dict[str, Any]) -> None:
     go_file = Path(spec["go_file"])
     Path(spec["ready_file"]).touch()
-    deadline = time.monotonic() + 60
+    # The other workers may take minutes to start on a loaded machine; this only ends a
+    # worker whose test is gone.
+    deadline = time.monotonic() + 600
     while not go_file.exists():
         if time.monotonic() > deadline:
             raise SystemExit(f"{spec['owner']}: no start signal at {go_file}")

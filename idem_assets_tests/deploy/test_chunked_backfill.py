@@ -123,7 +123,7 @@ def _killed_backfill(home: Path, location: Path) -> subprocess.CompletedProcess[
         env=env,
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=600,
     )
 
 

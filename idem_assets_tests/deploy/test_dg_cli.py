@@ -133,7 +133,7 @@ def test_dg_dev_serves_the_project_ui(tmp_path: Path):
     server = start_dagster_dev(tmp_path, days=1, launcher="dg")
     try:
         nodes = server.graphql(_ASSETS)["assetNodes"]
-        with urllib.request.urlopen(f"{server.url}/server_info", timeout=30) as response:
+        with urllib.request.urlopen(f"{server.url}/server_info", timeout=120) as response:
             assert response.status == 200
     finally:
         server.stop()

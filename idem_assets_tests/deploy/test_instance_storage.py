@@ -28,6 +28,7 @@ from idem_assets.instance.sqlite import (
     KeptSqliteScheduleStorage,
     kept_engine,
 )
+from idem_assets_tests.waiting import output_at_exit, wait_for_exit, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "deploy" / "sqlite" / "dagster.yaml"
@@ -95,7 +96,7 @@ def _launch(home: Path, code: Path, *, wait: bool = True) -> subprocess.Popen[by
     argv += ["--partition-range", f"{DAYS[0]}...{DAYS[-1]}"]
     proc = subprocess.Popen(argv, cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if wait:
-        out, err = proc.communicate(timeout=600)
+        out, err = output_at_exit(proc, "dagster asset materialize", seconds=600)
         assert proc.returncode == 0, err.decode()[-3000:]
     return proc
 
@@ -169,7 +170,7 @@ def test_two_processes_store_runs_at_once(tmp_path, code, monkeypatch):
     dg.DagsterInstance.get().dispose()
     procs = [_launch(home, code, wait=False) for _ in range(2)]
     for proc in procs:
-        _, err = proc.communicate(timeout=600)
+        _, err = output_at_exit(proc, "dagster asset materialize", seconds=600)
         assert proc.returncode == 0, err.decode()[-3000:]
     events, seen = _stored(home)
     assert seen["runs"] == ["SUCCESS", "SUCCESS"]
@@ -214,15 +215,17 @@ def test_a_watch_sees_each_event_while_the_writer_keeps_its_connection(tmp_path,
         try:
             for i in range(3):
                 Path(f"{go}.{i}").touch()
-                deadline = time.monotonic() + 120
                 # Each event reaches the watch on its own, with the writer still connected.
-                while f"event {i}" not in seen:
-                    assert writer.poll() is None
-                    assert time.monotonic() < deadline, f"event {i} never reached the watch: {seen}"
-                    time.sleep(0.02)
+                wait_until(
+                    lambda i=i: f"event {i}" in seen,
+                    f"event {i} to reach the watch",
+                    seen=seen.copy,
+                    process=writer,
+                    every=0.02,
+                )
         finally:
             Path(f"{go}.done").touch()
-            assert writer.wait(timeout=120) == 0
+            assert wait_for_exit(writer, "the writer to close and exit") == 0
     assert seen == ["event 0", "event 1", "event 2"]
 
 

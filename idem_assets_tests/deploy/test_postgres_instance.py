@@ -151,6 +151,7 @@ def test_landing_sensor_ticks_record_runs_and_the_instance_dedupes_run_keys(pg_i
         assert len(orders.ticks()) == 3
 
 
+@pytest.mark.timeout(1200)  # `dagster dev` up (up to 300 s), then RUNS_SECONDS for the runs
 def test_dagster_dev_on_the_postgres_profile_runs_what_its_sensor_requests(
     pg_instance, tmp_path, monkeypatch
 ):

@@ -18,10 +18,11 @@ from idem_assets_tests.harness import START, new_project
 from idem_assets_tests.reliability.world import LAKE_TABLES, compare_lakes
 from idem_assets_tests.ui.server import start_dagster_dev
 
-pytestmark = pytest.mark.slow
+# `dagster dev` up (up to 300 s) and the runs (up to RUNS_SECONDS) fit in the test's time.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 DAY = START.isoformat()
-RUNS_SECONDS = 240
+RUNS_SECONDS = 600
 _LAUNCH = """
 mutation Launch($params: ExecutionParams!) {
   launchRun(executionParams: $params) {

@@ -443,6 +443,7 @@ def _one_order(root: Path, days: list[pa.Table], seed: int) -> Outcome:
     )
 
 
+@pytest.mark.timeout(1800)  # ~150 s on a quiet machine; several times that under load
 def test_consumers_rebuild_the_source_from_its_changes_in_any_order(tmp_path: Path):
     days = change_days(7)
     # Two processes, spawned (delta-rs's runtime does not survive a fork), an order at a time.

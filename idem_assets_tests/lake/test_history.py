@@ -10,13 +10,13 @@ from __future__ import annotations
 import multiprocessing
 import random
 import threading
-import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import polars as pl
 import pyarrow as pa
 import pytest
 
+import idem_assets.lake.history as history_module
 from idem_assets.lake import (
     IS_CURRENT,
     VALID_FROM,
@@ -30,6 +30,7 @@ from idem_assets.lake import (
     read_rows,
 )
 from idem_assets.lake.history_deletes import DELETES_SUFFIX
+from idem_assets_tests.waiting import WAIT_SECONDS, wait_until
 
 KEY, VERSION, OP = "customer_id", "updated_at", "op"
 DAYS, KEYS = 30, 200
@@ -279,6 +280,7 @@ def _converge(root: str, order: list[int], prune: bool = False) -> tuple[list[di
     return stored(target), table_fingerprint(target)
 
 
+@pytest.mark.timeout(1200)  # ~120 s on a quiet machine; several times that under load
 def test_fifty_orders_with_reloads_converge_to_the_reference_and_one_fingerprint(tmp_path):
     want = reference(change_days(ORDERS_SEED))
     want_fingerprint = fingerprint(pa.Table.from_pylist(want, schema=HISTORY))
@@ -320,14 +322,26 @@ def test_an_upsert_committed_after_a_concurrent_delete_is_planned_again(tmp_path
     load(target, pa.Table.from_pylist([row], SCHEMA))
     upsert = pa.Table.from_pylist([{**row, KEY: 1}], SCHEMA)
     delete = pa.Table.from_pylist([{**row, KEY: 1, VERSION: 5, OP: "D"}], SCHEMA)
-    # Only the upsert has rows to commit, so only it stops after planning.
-    monkeypatch.setenv("IDEM_DELAY_AT", "lake.history_planned/lake:1000")
+    # Only the upsert has rows to commit, so only it reaches the point after planning: it
+    # is held there (its first time) until the delete is stored.
+    planned, go_on = threading.Event(), threading.Event()
+    crash_point = history_module.crash_point
+
+    def held_once_planned(name: str) -> None:
+        if name == "lake.history_planned/lake" and not planned.is_set():
+            planned.set()
+            assert go_on.wait(WAIT_SECONDS), "the delete never let the upsert go on"
+        crash_point(name)
+
+    monkeypatch.setattr(history_module, "crash_point", held_once_planned)
     results = []
     late = threading.Thread(target=lambda: results.append(load(target, upsert)))
     late.start()
-    time.sleep(0.4)
+    wait_until(lambda: planned.is_set() or not late.is_alive(), "the upsert to finish its plan")
+    assert planned.is_set(), "the upsert ended without reaching its commit"
     assert load(target, delete).committed is False  # key 1 is not stored yet: nothing to close
-    late.join()
+    go_on.set()
+    wait_until(lambda: not late.is_alive(), "the upsert's commit", seen=results.copy)
     assert [(r[VALID_FROM], r[VALID_TO]) for r in stored(target) if r[KEY] == 1] == [(1, 5)]
     assert (results[0].rows_inserted, results[0].rows_updated) == (1, 1)  # in two rounds
 

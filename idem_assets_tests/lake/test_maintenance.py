@@ -20,6 +20,7 @@ from idem_assets.lake.maintenance import (
 )
 from idem_assets.lake.overwrite import overwrite_partitions
 from idem_assets.lake.stored import table_fingerprint
+from idem_assets_tests.waiting import WAIT_SECONDS
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("value", pa.string())])
 DAYS = (dt.date(2024, 3, 1), dt.date(2024, 3, 2))
@@ -151,10 +152,14 @@ def test_compaction_running_beside_writers_loses_and_duplicates_nothing(tmp_path
     threads = [threading.Thread(target=compacting), threading.Thread(target=writing)]
     threads[0].start()
     threads[1].start()
-    threads[1].join(timeout=300)
+    threads[1].join(timeout=WAIT_SECONDS)
     stop.set()
-    threads[0].join(timeout=300)
+    threads[0].join(timeout=WAIT_SECONDS)
     assert not errors, errors
+    alive = [
+        name for name, t in zip(("compaction", "writes"), threads, strict=True) if t.is_alive()
+    ]
+    assert not alive, f"gave up after {WAIT_SECONDS:.0f} s waiting for the {alive} thread to end"
 
     compact(target)
     rows = read_rows(target.open())

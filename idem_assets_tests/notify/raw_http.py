@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from idem_assets_tests.waiting import wait_until
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def request(
     *,
     body: bytes | None = None,
     headers: list[tuple[str, str]] | None = None,
-    timeout: float = 10.0,
+    timeout: float = 60.0,
 ) -> RawResponse:
     """One request with exactly the given headers (repeated names allowed)."""
     parts = urlsplit(base_url)
@@ -61,7 +62,7 @@ def post_notification(
     key: str | None,
     payload: Any,
     *,
-    timeout: float = 10.0,
+    timeout: float = 60.0,
 ) -> RawResponse:
     """POST /v1/notifications with a bearer token (None: no Authorization header)."""
     headers = [("Content-Type", "application/json")]
@@ -82,15 +83,12 @@ def get_json(base_url: str, token: str, path: str) -> Any:
     return response.json()
 
 
-def wait_for_stat(
-    base_url: str, token: str, name: str, at_least: int, timeout: float = 10.0
-) -> dict[str, int]:
-    """Poll /v1/stats until ``name`` reaches ``at_least``; fail the test on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        stats = get_json(base_url, token, "/v1/stats")
-        if stats[name] >= at_least:
-            return stats
-        if time.monotonic() > deadline:
-            raise AssertionError(f"stat {name} stayed at {stats[name]} < {at_least}: {stats}")
-        time.sleep(0.02)
+def wait_for_stat(base_url: str, token: str, name: str, at_least: int) -> dict[str, int]:
+    """Poll /v1/stats until ``name`` reaches ``at_least``; the stats then."""
+    last: list[dict[str, int]] = [{}]
+
+    def reached() -> dict[str, int] | None:
+        last[0] = get_json(base_url, token, "/v1/stats")
+        return last[0] if last[0][name] >= at_least else None
+
+    return wait_until(reached, f"stat {name} to reach {at_least}", seen=lambda: last[0], every=0.02)

@@ -16,6 +16,7 @@ import pytest
 
 from idem_assets.notify import DeliveryError, NotificationClient, idempotency_key
 from idem_assets_tests.notify.raw_http import get_json
+from idem_assets_tests.waiting import WAIT_SECONDS, tail, wait_for_exit
 
 ServeProcess = tuple[subprocess.Popen[str], str, Path]
 StartProcess = Callable[..., ServeProcess]
@@ -49,16 +50,19 @@ def serve(tmp_path: Path, token: str) -> Iterator[StartProcess]:
         )
         processes.append(process)
         assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 20)
+        ready, _, _ = select.select([process.stdout], [], [], WAIT_SECONDS)
         line = process.stdout.readline() if ready else ""
-        assert line.startswith("serving http://127.0.0.1:"), (line, log_path.read_text())
+        assert line.startswith("serving http://127.0.0.1:"), (
+            f"waited {WAIT_SECONDS:.0f} s for the 'serving' line, read {line!r}; "
+            f"exit code {process.poll()}, log:\n{tail(log_path.read_text())}"
+        )
         return process, line.split()[1], log_path
 
     yield start
     for process in processes:
         if process.poll() is None:
             process.kill()
-        process.wait(timeout=10)
+        wait_for_exit(process, "a killed serve process to be reaped")
         if process.stdout is not None:
             process.stdout.close()
     for log in logs:
@@ -77,13 +81,14 @@ def test_marker_survives_sigkill_and_is_taken_over_after_restart(
         NotificationClient(url, token, timeout_seconds=0.5, max_retries=0).send(key, {"id": 1})
     assert caught.value.retryable and "TimeoutError" in str(caught.value)
     first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    wait_for_exit(first, "the SIGKILLed serve process to be reaped")
 
     second, url, second_log = serve("--in-flight-timeout", "2")
     stats = get_json(url, token, "/v1/stats")
     assert (stats["in_flight"], stats["deliveries"], stats["hangs"]) == (1, 0, 1)
+    # No hang on this server: the timeout only has to outlast a slow answer under load.
     client = NotificationClient(
-        url, token, timeout_seconds=2, max_retries=30, backoff_seconds=0.1, max_backoff_seconds=0.3
+        url, token, timeout_seconds=60, max_retries=30, backoff_seconds=0.1, max_backoff_seconds=0.3
     )
     result = client.send(key, {"id": 1})
     assert result.status == "delivered"
@@ -92,7 +97,10 @@ def test_marker_survives_sigkill_and_is_taken_over_after_restart(
     assert client.stats()["takeovers"] == 1
 
     second.send_signal(signal.SIGTERM)
-    assert second.wait(timeout=10) == 0
+    stopped = wait_for_exit(
+        second, "serve to stop on SIGTERM", seen=lambda: tail(second_log.read_text())
+    )
+    assert stopped == 0
     logs = first_log.read_text() + second_log.read_text()
     assert f"POST /v1/notifications 201 key={key}" in logs
     assert token not in logs
@@ -105,7 +113,7 @@ def test_serve_refuses_to_start_without_a_token(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=WAIT_SECONDS,
     )
     assert done.returncode == 2
     assert "IDEM_NOTIFY_TOKEN" in done.stderr
@@ -126,7 +134,7 @@ def test_serve_refuses_invalid_fault_flags(tmp_path: Path, token: str) -> None:
         capture_output=True,
         text=True,
         env={**os.environ, "IDEM_NOTIFY_TOKEN": token},
-        timeout=60,
+        timeout=WAIT_SECONDS,
     )
     assert done.returncode == 2
     assert "error_rate must be between 0 and 1" in done.stderr

@@ -18,10 +18,17 @@ from idem_assets.notify import (
 )
 from idem_assets_tests.notify.conftest import StartServer
 from idem_assets_tests.notify.raw_http import wait_for_stat
+from idem_assets_tests.waiting import wait_until
 
 
 def _client(url: str, token: str, **options: float) -> NotificationClient:
-    settings = {"backoff_seconds": 0.005, "max_backoff_seconds": 0.05, **options}
+    # Unless a test times out on purpose, the timeout only has to outlast answers under load.
+    settings = {
+        "timeout_seconds": 60,
+        "backoff_seconds": 0.005,
+        "max_backoff_seconds": 0.05,
+        **options,
+    }
     return NotificationClient(url, token, **settings)
 
 
@@ -109,7 +116,7 @@ def test_a_key_still_in_flight_after_the_retries_is_a_retryable_error_not_a_deli
     wait_for_stat(server.url, token, "in_flight", 1)
     with pytest.raises(DeliveryError) as caught:
         _client(server.url, token, max_retries=2).send(key, {})
-    holder.join(timeout=10)
+    wait_until(lambda: not holder.is_alive(), "the first send's answer", seen=first.copy)
     assert caught.value.retryable and caught.value.http_status == 409
     assert "not confirmed after 3 attempt(s)" in str(caught.value)
     assert first[0].status == "delivered"

@@ -12,9 +12,10 @@ from idem_assets.notify import Faults
 from idem_assets.notify.faults import FaultInjector
 from idem_assets_tests.notify.conftest import StartServer
 from idem_assets_tests.notify.raw_http import get_json, post_notification
+from idem_assets_tests.waiting import wait_until
 
 
-def _outcomes(url: str, token: str, keys: list[str], timeout: float = 10.0) -> list[int | str]:
+def _outcomes(url: str, token: str, keys: list[str], timeout: float = 60.0) -> list[int | str]:
     """Status per key (or "timeout"), sent from 8 threads: decisions do not depend on order."""
 
     def send(key: str) -> int | str:
@@ -77,9 +78,11 @@ def test_hangs_stall_past_the_client_timeout_at_the_configured_rate(
     stats = server.stats()
     assert stats["hangs"] == timeouts
     # Hung requests finish their delivery once the hang ends.
-    deadline = time.monotonic() + 5
-    while server.stats()["deliveries"] < len(keys) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(
+        lambda: server.stats()["deliveries"] >= len(keys),
+        f"all {len(keys)} deliveries once the hangs end",
+        seen=server.stats,
+    )
     assert server.stats()["deliveries"] == len(keys)
 
 
@@ -94,8 +97,9 @@ def test_latency_and_jitter_delay_each_new_delivery(start_server: StartServer, t
         began = time.monotonic()
         assert post_notification(server.url, token, f"slow-{i}", {"i": i}).status == 201
         took = time.monotonic() - began
-        # At least the drawn delay; the bound above only catches a wrong unit (seconds).
-        assert delay <= took < delay + 10, (delay, took)
+        # At least the drawn delay; the bound above only catches a wrong unit (seconds),
+        # far above what load adds to one answer.
+        assert delay <= took < delay + 120, (delay, took)
 
 
 def test_same_seed_gives_the_same_failures_and_another_seed_does_not(

@@ -44,6 +44,7 @@ from idem_assets_tests.reliability.world import (
     spawn_runs,
     trackers,
 )
+from idem_assets_tests.waiting import alive, wait_until
 
 DAYS = 10
 LAKE_JOB = "daily_lake_job"
@@ -216,9 +217,15 @@ class Soak:
             self._spawn(r, go_file=str(go), ready_file=str(flag))
             for r, flag in zip(runs, ready, strict=True)
         ]
-        deadline = time.monotonic() + 120
-        while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(
+            lambda: (
+                all(alive(c.process, "a child of the pair", c.stderr_tail) for c in children)
+                and all(flag.exists() for flag in ready)
+            ),
+            "both children of the pair to be ready",
+            seen=lambda: [flag.name for flag in ready if flag.exists()],
+            every=0.01,
+        )
         go.touch()
         for child in children:
             child.wait()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from idem_assets_tests.reliability.world import (
     spawn_runs,
     unsettled_lake_records,
 )
+from idem_assets_tests.waiting import alive, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -41,11 +41,14 @@ def clean(landing: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 def start_together(children: list[Child], ready: list[Path], go: Path) -> list[ChildOutcome]:
     """Release children that wait for ``go`` once all are ready; collect their outcomes."""
-    deadline = time.monotonic() + 120
-    while not all(r.exists() for r in ready):
-        assert time.monotonic() < deadline, "children did not get ready"
-        assert all(c.process.poll() is None for c in children), "a child died while starting"
-        time.sleep(0.05)
+    wait_until(
+        lambda: (
+            all(alive(c.process, "a child while starting", c.stderr_tail) for c in children)
+            and all(r.exists() for r in ready)
+        ),
+        "every child to be ready",
+        seen=lambda: [r.name for r in ready if r.exists()],
+    )
     go.touch()
     return [child.wait() for child in children]
 

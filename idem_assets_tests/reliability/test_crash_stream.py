@@ -54,7 +54,7 @@ def stream_child(
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
 

@@ -31,7 +31,7 @@ def test_armed_at_call_time_and_killed_at_the_nth_hit():
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=False,
     )
     assert done.returncode == -signal.SIGKILL

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import dagster as dg
 import pytest
 
 from idem_assets.checkpoint import Status, open_store
@@ -32,6 +33,7 @@ from idem_assets_tests.reliability.world import (
     spawn_runs,
     trackers,
 )
+from idem_assets_tests.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -68,12 +70,16 @@ def test_the_checkpoint_server_going_away_mid_run_loses_and_repeats_nothing(land
             notify_url=service.url,
             run_config=CONFIG,
         )
-        deadline = time.monotonic() + 120
-        while client.stats()["deliveries"] < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(
+            lambda: client.stats()["deliveries"] >= 4,
+            "4 deliveries by the notifications run",
+            seen=client.stats,
+            process=child.process,
+            output=child.stderr_tail,
+        )
         stop_server(server)
         outage = child.wait()
-        time.sleep(2.0)
+        time.sleep(2.0)  # the outage itself: the server stays down a while
         start_server(server)
         service.set_faults(Faults())
 
@@ -141,22 +147,32 @@ def test_the_server_under_the_dagster_instance_and_the_store_going_away_mid_back
         project = project_at(tmp_path / "lake", landing, state_url=url)
         days = ["2024-03-01", "2024-03-04"]
 
-        child = spawn_runs(
-            project,
-            tmp_path / "work",
-            "daily_lake_job",
-            [days],
-            instance="home",
-            write_lease_seconds=2.0,
-        )
         # The outage starts once the run is under way (its first step started) and lasts
         # 3 s, whatever the run is doing then: the server comes back on its own schedule.
-        deadline = time.monotonic() + 120
-        while b"STEP_START" not in child.stderr.read_bytes() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)
+        # The start is read from the instance, which stores every event whatever the console
+        # prints; opened first, so that its tables exist before the child's run writes them.
+        with dg.DagsterInstance.get() as instance:
+            child = spawn_runs(
+                project,
+                tmp_path / "work",
+                "daily_lake_job",
+                [days],
+                instance="home",
+                write_lease_seconds=2.0,
+            )
+            wait_until(
+                lambda: (
+                    instance.get_records_for_run(
+                        child.run_ids[0], of_type=dg.DagsterEventType.STEP_START, limit=1
+                    ).records
+                ),
+                "the backfill's first STEP_START",
+                process=child.process,
+                output=child.stderr_tail,
+            )
+        time.sleep(0.5)  # into the step, wherever it is by then: not a wait for an event
         stop_server(server)
-        time.sleep(3.0)
+        time.sleep(3.0)  # the outage itself: the server stays down a while
         start_server(server)
         outage = child.wait()
 

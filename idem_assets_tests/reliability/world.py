@@ -28,7 +28,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # `make reliability` names the file; otherwise each pytest process writes its own, so that
 # sessions running side by side never mix or truncate each other's rows.
 _SESSION_FILE = f"results-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
-CHILD_TIMEOUT = 180.0
+# A child's runs take seconds to tens of seconds on a quiet machine; minutes on a loaded one.
+CHILD_TIMEOUT = 480.0
 
 NATURAL_KEYS: dict[str, tuple[str, ...]] = {
     "orders": ("order_id",),
@@ -86,6 +87,10 @@ class Child:
     stderr: Path
     run_ids: list[str] = field(default_factory=list)
 
+    def stderr_tail(self) -> str:
+        """The end of what the child has written to stderr so far."""
+        return self.stderr.read_text(errors="replace")[-3000:]
+
     def wait(self, timeout: float = CHILD_TIMEOUT) -> ChildOutcome:
         """Wait for the process and read its report (empty when it was killed)."""
         try:
@@ -94,8 +99,7 @@ class Child:
             self.process.kill()
             self.process.wait()
             raise AssertionError(
-                f"child {self.process.pid} still running after {timeout} s: "
-                + self.stderr.read_text(errors="replace")[-3000:]
+                f"child {self.process.pid} still running after {timeout} s: " + self.stderr_tail()
             ) from None
         runs = json.loads(self.result.read_text())["runs"] if self.result.exists() else []
         return ChildOutcome(code, self.stderr.read_text(errors="replace"), runs)

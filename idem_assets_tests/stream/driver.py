@@ -89,7 +89,7 @@ def main(spec: dict[str, Any]) -> None:
         go = spec.get("go_file")
         while go and not Path(go).exists():
             time.sleep(0.005)
-        deadline = time.monotonic() + spec.get("deadline_seconds", 60)
+        deadline = time.monotonic() + spec.get("deadline_seconds", 300)
         while time.monotonic() < deadline:
             report = ingester.run()
             if report.stopped == "drained":

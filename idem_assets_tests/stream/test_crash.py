@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from idem_assets.stream import RunReport, StreamIngester
 from idem_assets_tests.checkpoint.clock import stepped_past_leases
 from idem_assets_tests.stream.driver import read_events, spawn
 from idem_assets_tests.stream.world import StreamWorld, expected_keys, expected_quarantine
+from idem_assets_tests.waiting import WAIT_SECONDS, alive, wait_for_exit, wait_until
 
 FILES, EVENTS, MAX_FILES = 8, 30, 2  # four batches; batch 1 holds a quarantined row
 LAST_BATCH = FILES // MAX_FILES - 1
@@ -75,7 +75,10 @@ def test_sigkill_then_restart_ingests_every_event_exactly_once(
     kill = {"step": step, "seq": 1, **({} if index is None else {"index": index})}
     events = tmp_path / "events.jsonl"
     child = spawn(driver_spec(world, events, "doomed", kill=kill))
-    assert child.wait(timeout=120) == -signal.SIGKILL
+    died = wait_for_exit(
+        child, f"the ingester to kill itself at {point}", seen=lambda: read_events(events)[-3:]
+    )
+    assert died == -signal.SIGKILL
     seen = read_events(events)
     assert (seen[-1]["step"], seen[-1]["seq"]) == (step, 1)
 
@@ -139,20 +142,30 @@ def test_two_ingester_processes_share_a_stream_without_duplicates(
                 ready_file=str(flag),
                 go_file=str(go),
                 max_batches=1,
-                lease_seconds=10,
-                deadline_seconds=90,
+                # Nobody dies here: a lease only has to outlast a batch on a loaded machine.
+                lease_seconds=300,
+                deadline_seconds=WAIT_SECONDS,
                 pause_seconds=0.1,
             )
         )
         for n, (log, flag) in enumerate(zip(logs, ready, strict=True))
     ]
-    deadline = time.monotonic() + 120
-    while not all(flag.exists() for flag in ready):  # both have opened the store
-        assert time.monotonic() < deadline, "the ingesters never got ready"
-        assert all(child.poll() is None for child in children), "an ingester died starting"
-        time.sleep(0.01)
+    wait_until(  # both have opened the store
+        lambda: (
+            all(alive(child, "an ingester while starting") for child in children)
+            and all(flag.exists() for flag in ready)
+        ),
+        "both ingesters to be ready",
+        seen=lambda: [flag.name for flag in ready if flag.exists()],
+        every=0.01,
+    )
     go.touch()
-    assert [child.wait(timeout=120) for child in children] == [0, 0]
+    # Each drains within its own deadline (WAIT_SECONDS), and says so if it cannot.
+    codes = [
+        wait_for_exit(child, "an ingester to drain the stream", seconds=WAIT_SECONDS + 120)
+        for child in children
+    ]
+    assert codes == [0, 0]
 
     seen = [event for log in logs for event in read_events(log)]
     batches = stream_files // MAX_FILES

@@ -203,6 +203,7 @@ def test_a_corrected_day_is_exactly_one_commit_of_that_day(history, tmp_path):
     assert [day for day in final if final[day] != after[day]] == [second]
 
 
+@pytest.mark.timeout(1200)  # ~70 s on a quiet machine; several times that under load
 def test_chunks_in_any_order_two_at_once_give_the_one_range_table(history, loaded, tmp_path):
     reference, _ = loaded
     lake = History(history, tmp_path / "chunks")

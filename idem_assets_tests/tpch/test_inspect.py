@@ -31,7 +31,7 @@ def inspect(landing: Path, *args: str) -> dict:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout)

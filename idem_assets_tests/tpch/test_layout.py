@@ -178,7 +178,7 @@ def test_a_missing_tpchgen_cli_is_named_with_its_package(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "install the PyPI package tpchgen-cli" in done.stderr

@@ -23,8 +23,10 @@ CHROMIUM_ARGS = (
     "--disable-sync",
 )
 VIEWPORT = {"width": 1600, "height": 1000}
-# Generous but bounded: a run of four steps in subprocesses takes ~20 s on two cores.
-UI_TIMEOUT_MS = 30_000
+# Generous but bounded: a run of four steps in subprocesses takes ~20 s on two cores, and
+# a page of the UI a few seconds; a loaded CI machine (load 4-8) is several times slower.
+# Every action and every expect() waits up to UI_TIMEOUT_MS (expect's own default is 5 s).
+UI_TIMEOUT_MS = 120_000
 RUN_TIMEOUT_MS = 240_000
 BACKFILL_TIMEOUT_MS = 480_000
 
@@ -45,6 +47,7 @@ def chromium_context() -> Iterator[BrowserContext]:
             viewport=VIEWPORT,  # type: ignore[arg-type]
         )
         context.set_default_timeout(UI_TIMEOUT_MS)
+        expect.set_options(timeout=UI_TIMEOUT_MS)
         try:
             yield context
         finally:

@@ -12,12 +12,16 @@ from playwright.sync_api import Locator, Page, expect
 from idem_assets_tests.ui.browser import (
     BACKFILL_TIMEOUT_MS,
     RUN_TIMEOUT_MS,
+    UI_TIMEOUT_MS,
     choose_partitions,
     metadata_value,
 )
 from idem_assets_tests.ui.server import DagsterDev
 
 _CHECK_LINE = re.compile(r"^Check (\w+) (succeeded|failed) for materialization of (\w+)\.$")
+_FILTERED_GRAPH = re.compile(r"/asset-groups~")
+# How long a typed search gets to show in the URL before it is typed again (it was dropped).
+SEARCH_TIMEOUT_MS = 20_000
 
 
 def filter_graph(page: Page, selection: str) -> None:
@@ -32,11 +36,11 @@ def filter_graph(page: Page, selection: str) -> None:
         page.keyboard.press("ControlOrMeta+a")
         page.keyboard.type(selection)
         page.keyboard.press("Enter")
-        if "/asset-groups~" in page.url:
-            return
-        page.wait_for_timeout(1000)
-        if "/asset-groups~" in page.url:
-            return
+        try:
+            expect(page).to_have_url(_FILTERED_GRAPH, timeout=SEARCH_TIMEOUT_MS)
+        except AssertionError:
+            continue  # the keys went to an editor that re-mounted: type them again
+        return
     raise AssertionError(f"the lineage search did not take {selection!r}: {page.url}")
 
 
@@ -83,7 +87,8 @@ def check_lines_of_run(page: Page, expected: int | None = None) -> set[tuple[str
 
     The log is virtualized: it is read while scrolling until no new line appears for a few
     rounds (and, given ``expected``, until that many distinct lines were read or the
-    scrolling stopped bringing any: a page still rendering is waited for, not misread).
+    scrolling brought none for ``UI_TIMEOUT_MS``: a page still rendering is waited for, not
+    misread).
     """
     page.set_viewport_size({"width": 1600, "height": 2600})
     page.get_by_placeholder("Filter…").fill("type:ASSET_CHECK_EVALUATION")
@@ -93,13 +98,15 @@ def check_lines_of_run(page: Page, expected: int | None = None) -> set[tuple[str
     lines.first.hover()
     page.mouse.wheel(0, -100_000)  # the log follows its end: read it from the top
     page.wait_for_timeout(300)
-    idle = 0
-    for _ in range(200):
+    idle, last_new = 0, time.monotonic()
+    while True:
         texts = {text.strip() for text in lines.all_inner_texts()}
         idle = idle + 1 if texts <= seen else 0
+        last_new = last_new if idle else time.monotonic()
         seen |= texts
         complete = expected is None or len(seen) >= expected
-        if (complete and idle >= 3) or idle >= 20:
+        stalled = time.monotonic() - last_new > UI_TIMEOUT_MS / 1000
+        if (complete and idle >= 3) or (idle >= 20 and stalled):
             break
         page.mouse.wheel(0, 1500 if idle < 2 else -100_000 if idle % 4 == 2 else 1500)
         page.wait_for_timeout(150)

@@ -20,8 +20,11 @@ from idem_assets.sample.generator import generate
 from idem_assets_tests.harness import START
 
 ROOT = Path(__file__).resolve().parents[2]
-STARTUP_SECONDS = 180.0
-STOP_SECONDS = 15.0
+# Minutes: `dagster dev` loading the code location on a loaded CI machine takes a while,
+# and a Ctrl-C'd webserver and daemon take a while to wind down.
+STARTUP_SECONDS = 300.0
+STOP_SECONDS = 120.0
+GRAPHQL_SECONDS = 120.0
 _LOCATION_STATUS = """
 query LocationStatus {
   workspaceOrError {
@@ -95,7 +98,7 @@ class DagsterDev:
         request = urllib.request.Request(
             f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"}
         )
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=GRAPHQL_SECONDS) as response:
             payload = json.loads(response.read())
         if payload.get("errors"):
             raise AssertionError(f"GraphQL errors: {payload['errors']}")
