@@ -50,7 +50,7 @@ SAMPLE_FIRST_DAY = if [ "$(SAMPLE_DATA)" = yes ] && days=$$($(PY) -m idem_assets
 		echo "sample days laid out: $$days (\`idem-landing days\` prints them)"; fi; \
 	export IDEM_TPCH_LAST_DAY=$${IDEM_TPCH_LAST_DAY:-$$(date -u -d "1992-01-01 + $$(( $(TPCH_DAYS) - 1 )) days" +%F)};
 
-.PHONY: install run demo test test-compat lock bench sample-data tpch-data dagster-home lint clean browser reliability
+.PHONY: install run demo test test-compat lock bench figures sample-data tpch-data dagster-home lint clean browser reliability
 
 # The locked set (requirements/lock.txt): the versions the suite last passed with, within
 # pyproject.toml's ranges. `make lock` resolves it again; `make test-compat` tries both ends.
@@ -168,6 +168,11 @@ reliability: install
 ## BENCH_ARGS=--quick for a small run.
 bench: install
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+## The README's figures, measured as a reader runs them, with the load beside each
+## (benchmarks/cases/readme_figures.py); FIGURES_ARGS="--busy 2" for the busy end.
+figures: install
+	$(PY) -m benchmarks.cases.readme_figures $(FIGURES_ARGS)
 
 ## The public API's types as a type checker sees them: at least TYPED_SHARE known.
 TYPED_SHARE ?= 0.90

@@ -163,7 +163,10 @@ def orders_by_day(orders: pa.Table, days: list[dt.date]) -> dict[dt.date, pa.Tab
     by_date = window.take(pc.sort_indices(window, [("o_orderdate", "ascending")]))
     out, offset = {}, 0
     for count in pc.value_counts(by_date.column("o_orderdate")).to_pylist():
-        out[count["values"]] = by_date.slice(offset, count["counts"]).cast(orders.schema)
+        # Taken, not sliced: a slice cast to string_view would keep the whole window's text
+        # alive (views into one buffer), about 5 MB a day at scale 0.1, 12 GiB for 6.5 years.
+        rows = pa.array(range(offset, offset + count["counts"]), pa.int64())
+        out[count["values"]] = by_date.take(rows).cast(orders.schema)
         offset += count["counts"]
     return out
 

@@ -1,0 +1,1 @@
+"""The benchmark commands the docs name for their figures."""
