@@ -297,6 +297,9 @@ def run_quietly(command: click.Command, args: Sequence[str], **extra: object) ->
 
 def run_webserver(webserver_args: Sequence[str]) -> int:
     """``dagster-webserver``, stopped quietly."""
+    from idem_assets._extras import require_extra
+
+    require_extra("dagster_webserver", "ui")
     from dagster_webserver.cli import cli
 
     return run_quietly(cli, webserver_args, auto_envvar_prefix="DAGSTER_WEBSERVER")

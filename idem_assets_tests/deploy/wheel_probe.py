@@ -25,6 +25,8 @@ EXTRA_SUBPACKAGES = {
     "idem_assets.spark": "spark",
     "idem_assets.spark_resources": "spark",
     "idem_assets.instance.postgres": "postgres",
+    # `make run`'s supervisor serves the UI: Dagster's webserver.
+    "idem_assets.serve": "ui",
 }
 
 
