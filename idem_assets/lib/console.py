@@ -22,6 +22,8 @@ from collections.abc import Mapping
 
 import dagster as dg
 
+from idem_assets.partitions import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
+
 LOG_LEVEL_ENV = "IDEM_LOG_LEVEL"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # Dagster's console format, so both read as one log.
@@ -33,7 +35,6 @@ _RUN_ENDS = {
     dg.DagsterEventType.RUN_CANCELED: "was canceled",
     dg.DagsterEventType.RUN_FAILURE: "failed",
 }
-_RANGE_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end")
 # A run tagged `idem/console: quiet` gets no run lines (a caller that reports the run itself,
 # as `make demo` does); DEBUG, when asked for, still prints.
 CONSOLE_TAG = "idem/console"
@@ -53,10 +54,10 @@ def log_level() -> str:
 
 def partitions_of(tags: Mapping[str, str]) -> str:
     """`` · partition D`` or `` · partitions A...B`` from a run's tags, or nothing."""
-    first, last = (tags.get(tag) for tag in _RANGE_TAGS)
+    first, last = tags.get(RANGE_START_TAG), tags.get(RANGE_END_TAG)
     if first and last:
         return f" · partition {first}" if first == last else f" · partitions {first}...{last}"
-    partition = tags.get("dagster/partition")
+    partition = tags.get(PARTITION_TAG)
     return f" · partition {partition}" if partition else ""
 
 

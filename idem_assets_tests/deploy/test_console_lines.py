@@ -12,6 +12,7 @@ import dagster as dg
 import pytest
 
 from idem_assets_tests.ui.server import ROOT
+from idem_assets_tests.waiting import wait_until
 
 DAYS = dg.DailyPartitionsDefinition(start_date="2024-03-01", end_date="2024-03-04")
 
@@ -60,17 +61,39 @@ def instance(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(ROOT / "deploy" / "sqlite" / "dagster.yaml", home / "dagster.yaml")
+    # Steps print straight to this process's stderr: Dagster's log capture would mirror them
+    # to it from a `tail` process, some time later (what is printed is the same).
+    with (home / "dagster.yaml").open("a") as profile:
+        profile.write(
+            "compute_logs:\n"
+            "  module: dagster._core.storage.noop_compute_log_manager\n"
+            "  class: NoOpComputeLogManager\n"
+        )
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.delenv("IDEM_LOG_LEVEL", raising=False)
     with dg.DagsterInstance.get() as got:
         yield got
 
 
-def _lines(capfd) -> list[str]:
-    """The log lines printed (a line's continuation, such as a stack trace, joined to it)."""
-    captured = capfd.readouterr()
+def _lines(capfd, *expected: str) -> list[str]:
+    """The log lines printed once every ``expected`` text is among them (a line's
+    continuation, such as a stack trace, joined to it).
+
+    With Dagster's log capture a step's lines would reach the console from a `tail` of its
+    capture file, after the run's own lines; the instance here captures nothing, and the
+    wait only guards against a slow flush.
+    """
+    text: list[str] = []
+
+    def printed() -> str | None:
+        captured = capfd.readouterr()
+        text.append(captured.err + captured.out)
+        joined = "".join(text)
+        return joined if all(e in joined for e in expected) else None
+
+    joined = wait_until(printed, f"the console to show {expected}", seen=lambda: "".join(text))
     lines: list[str] = []
-    for line in (captured.err + captured.out).splitlines():
+    for line in joined.splitlines():
         if " - dagster - " in line or not lines:
             lines.append(line)
         else:
@@ -95,17 +118,19 @@ def test_a_run_prints_its_writes_failed_checks_and_end_and_no_debug(instance, ca
     capfd.readouterr()
     result = _run_range(instance)
     assert result.success
-    lines = _lines(capfd)
+    wrote, failed = "ranged - wrote the range", "check ranged:not_the_second failed for"
+    lines = _lines(capfd, wrote, failed, "run succeeded")
     assert not [line for line in lines if " - DEBUG - " in line], lines
-    said = [line.split(f"{result.run_id} - ", 1)[-1] for line in lines]
-    assert said[:2] == [
-        "ranged - wrote the range",
+    said = sorted(line.split(f"{result.run_id} - ", 1)[-1] for line in lines)
+    assert len(said) == 3 and said[:2] == [
         "check ranged:not_the_second failed for 2024-03-02: looked at 2024-03-02",
+        "ranged - wrote the range",
     ], lines
-    assert len(said) == 3, lines
-    assert " - WARNING - " in lines[1]
-    assert f"{result.run_id} - run succeeded in " in lines[-1]
-    assert lines[-1].endswith(" s · partitions 2024-03-01...2024-03-03"), lines[-1]
+    (warning,) = [line for line in lines if failed in line]
+    assert " - WARNING - " in warning
+    (end,) = [line for line in lines if "run succeeded" in line]
+    assert f"{result.run_id} - run succeeded in " in end
+    assert end.endswith(" s · partitions 2024-03-01...2024-03-03"), end
     # The instance stored every event, DEBUG ones too, whatever the console printed.
     stored = instance.all_logs(result.run_id)
     assert any(e.dagster_event and e.dagster_event.event_type_value == "STEP_START" for e in stored)
@@ -116,18 +141,19 @@ def test_a_failed_run_prints_its_failure_once(instance, capfd):
     job = dg.Definitions(assets=[broken]).resolve_implicit_global_asset_job_def()
     result = job.execute_in_process(instance=instance, raise_on_error=False)
     assert not result.success
-    lines = _lines(capfd)
+    lines = _lines(capfd, "RUN_FAILURE", "STEP_FAILURE")
     ends = [line for line in lines if "RUN_FAILURE" in line or "run succeeded" in line]
     assert len(ends) == 1 and " - ERROR - " in ends[0], lines
-    (step,) = [line for line in lines if "STEP_FAILURE" in line]
-    assert " - ERROR - " in step and "ValueError: the input is wrong" in step, lines
+    steps = [line for line in lines if "STEP_FAILURE" in line]
+    assert len(steps) == 1, lines
+    assert " - ERROR - " in steps[0] and "ValueError: the input is wrong" in steps[0], lines
 
 
 def test_idem_log_level_debug_prints_the_step_events(instance, capfd, monkeypatch):
     monkeypatch.setenv("IDEM_LOG_LEVEL", "DEBUG")
     capfd.readouterr()
     assert _run_range(instance).success
-    lines = _lines(capfd)
+    lines = _lines(capfd, "STEP_START", "run succeeded in")
     assert any(" - DEBUG - " in line and "STEP_START" in line for line in lines), lines
     assert any("run succeeded in" in line for line in lines), lines
 
@@ -156,7 +182,7 @@ def test_a_run_tagged_quiet_gets_no_run_lines(instance, capfd):
         },
     )
     assert result.success
-    lines = _lines(capfd)
+    lines = _lines(capfd, "wrote the range")
     # The asset's own INFO line is Dagster's console's; the run lines are left out.
     assert [line.split(f"{result.run_id} - ", 1)[-1] for line in lines] == [
         "ranged - wrote the range"
