@@ -42,7 +42,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -54,6 +54,7 @@ POLL_SECONDS = 0.5
 BACKFILL_INTERVAL_SECONDS = 1
 # Loading the code location takes seconds; a loaded machine can make it minutes.
 CODE_LOAD_SECONDS = 600.0
+UI_SECONDS = 300.0
 
 
 @dataclass
@@ -102,28 +103,32 @@ def stop_all(services: Sequence[Service], grace: float = GRACE_SECONDS) -> None:
         service.process.wait()
 
 
-def _wait_for_ui(url: str, services: Sequence[Service], timeout: float = 300.0) -> bool:
+def _wait_for(ready: Callable[[], bool], services: Sequence[Service], timeout: float) -> bool:
+    """Poll ``ready`` until it holds; False once a service has exited or ``timeout`` passed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(service.process.poll() is not None for service in services):
             return False
-        try:
-            with urllib.request.urlopen(f"{url}/server_info", timeout=2):
-                return True
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(POLL_SECONDS)
+        if ready():
+            return True
+        time.sleep(POLL_SECONDS)
     return False
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
 
 
 def services_log_level() -> str:
     """The services' level: WARNING unless ``IDEM_LOG_LEVEL`` asks for more (or less)."""
-    from idem_assets.lib.console import log_level
+    from idem_assets.lib.console import LEVELS, log_level
 
     level = log_level()
-    return "info" if level == "DEBUG" else max(level, "WARNING", key=_LEVEL_ORDER.index).lower()
-
-
-_LEVEL_ORDER = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+    return "info" if level == "DEBUG" else max(level, "WARNING", key=LEVELS.index).lower()
 
 
 @dataclass(frozen=True)
@@ -226,17 +231,6 @@ def prepare_instance() -> None:
         instance.schedule_storage  # noqa: B018  (created on first use)
 
 
-def _wait_for_code(servers: Sequence[CodeServer], services: Sequence[Service]) -> bool:
-    deadline = time.monotonic() + CODE_LOAD_SECONDS
-    while time.monotonic() < deadline:
-        if any(service.process.poll() is not None for service in services):
-            return False
-        if all(server.ready() for server in servers):
-            return True
-        time.sleep(POLL_SECONDS)
-    return False
-
-
 def serve(args: argparse.Namespace) -> int:
     """Start every service, wait for a signal or an exit, stop them all."""
     prepare_instance()
@@ -248,7 +242,9 @@ def serve(args: argparse.Namespace) -> int:
         servers = code_servers(Path(args.workspace).resolve(), folder)
         for server in servers:
             services.append(_start(f"code server {server.location}", server.command(level)))
-        if not _wait_for_code(servers, services):
+        if not _wait_for(
+            lambda: all(server.ready() for server in servers), services, CODE_LOAD_SECONDS
+        ):
             print("the code servers did not start; stopping", flush=True)
             return 1
         workspace = folder / "workspace.yaml"
@@ -256,7 +252,7 @@ def serve(args: argparse.Namespace) -> int:
         for name, command in commands(args, workspace, level):
             services.append(_start(name, command))
         url = f"http://{args.host}:{args.port}"
-        if _wait_for_ui(url, services):
+        if _wait_for(lambda: _answers(f"{url}/server_info"), services, UI_SECONDS):
             print(f"Dagster UI on {url} (Ctrl-C stops it and everything it started)", flush=True)
         while True:
             for service in services:

@@ -31,6 +31,7 @@ from idem_assets_tests.deploy.test_make_run_stops import (
     _graphql,
     start_make_run,
 )
+from idem_assets_tests.deploy.test_run_retries import _LAUNCH
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +42,6 @@ RUNS_SECONDS = 600.0
 # writes, its end and its failed checks (the sample data breaks two value rules on some days).
 MOST_LINES = 25
 
-_LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-  }
-}
-"""
 _STATE = """
 {
   runsOrError { ... on Runs { results { runId jobName status endTime } } }
