@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import DeltaTable, Transaction, write_deltalake
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import DEFAULT_OPTIONS, LakeTable, WriteOptions, table_schema
+from idem_assets.lake.tables import LakeTable, create_table, table_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -76,8 +76,7 @@ def append_exactly_once(
             return attempt.unchanged(batch_fp, proof=Proof.TXN, details={"txn_version": done})
         if table is None:
             columns = [partition_column] if isinstance(partition_column, str) else partition_column
-            create_with(target, rows, list(columns or ()), properties, options)
-            new_version = 0
+            new_version = create_table(target, rows, properties, options, list(columns or ()))
         else:
             # An empty batch still commits, so the txn version advances past it.
             write_deltalake(
@@ -94,24 +93,3 @@ def append_exactly_once(
         )
 
     return commit_retried(target, STRATEGY, once)
-
-
-def create_with(
-    target: LakeTable,
-    rows: pa.Table,
-    partition_by: Sequence[str],
-    properties: CommitProperties,
-    options: WriteOptions = DEFAULT_OPTIONS,
-) -> None:
-    """Create the table holding ``rows`` (``mode="error"``: a racer that created it first
-    makes this fail, and the caller decides again)."""
-    write_deltalake(
-        target.uri,
-        rows,
-        mode="error",
-        partition_by=list(partition_by) or None,
-        storage_options=target.options(),
-        configuration=options.configuration(),
-        writer_properties=options.writer(),
-        commit_properties=properties,
-    )

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+from deltalake import CommitProperties, DeltaTable, WriterProperties
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
@@ -31,7 +31,7 @@ from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_ret
 from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.predicates import Condition, Range, all_of, conjunction, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import LakeTable, WriteOptions, read_rows, table_schema
+from idem_assets.lake.tables import LakeTable, WriteOptions, create_table, read_rows, table_schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -211,17 +211,7 @@ def _create(
     else:
         # Conditional or computed inserts: let delta-rs evaluate them against an empty table.
         first = rows.schema.empty_table()
-    target = attempt.target
-    write_deltalake(
-        target.uri,
-        first,
-        mode="error",
-        partition_by=list(partition_by) or None,
-        storage_options=target.options(),
-        commit_properties=properties,
-        configuration=options.configuration(),
-        writer_properties=options.writer(),
-    )
+    create_table(attempt.target, first, properties, options, partition_by)
     if first.num_rows or not inserts:
         return attempt.inserted(
             0,
@@ -235,7 +225,7 @@ def _create(
             },
         )
     # The rest of this try merges into the (empty) table it just created.
-    created = replace(attempt, table=target.open())
+    created = replace(attempt, table=attempt.target.open())
     assert created.table is not None
     stats = _execute(created.table, rows, merge, (), properties, options.writer())
     return _result(created, 0, stats, batch_fp)

@@ -19,13 +19,13 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
 from deltalake import CommitProperties, DeltaTable, Schema
-from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.change_data import feeds_changes
 from idem_assets.lake.frames import is_text, nullable
 from idem_assets.lake.stored import DataFile, filesystem
-from idem_assets.lake.tables import LakeTable, table_retries, table_schema
+from idem_assets.lake.tables import LakeTable, create_table, table_retries, table_schema
 from idem_assets.transient import retrying
 
 if TYPE_CHECKING:
@@ -280,16 +280,13 @@ def commit(
     """
     partition_by = [partition_column] if partition_column else None
     if table is None:
-        create_table_with_add_actions(
-            target.uri,
-            Schema.from_arrow(nullable(schema)),
-            [*adds],
-            mode="error",
-            partition_by=partition_by,
-            storage_options=target.options(),
-            commit_properties=properties,
+        return create_table(
+            target,
+            nullable(schema).empty_table(),
+            properties,
+            partition_by=partition_by or (),
+            files=adds,
         )
-        return 0
     mode: Literal["append", "overwrite"] = "append"
     filters = None
     if replace_range is not None:

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
@@ -43,6 +43,7 @@ from idem_assets.lake.tables import (
     DEFAULT_OPTIONS,
     LakeTable,
     check_columns,
+    create_table,
     rows_of_keys,
     table_schema,
 )
@@ -214,13 +215,7 @@ def merge_history(
         table = attempt.table
         plan = plan_history(table, events, key, version_column, planned[0][0], ranges)
         if table is None:
-            write_deltalake(
-                target.uri,
-                conform(plan.inserts.to_arrow(), plan.schema),
-                mode="error",
-                storage_options=target.options(),
-                commit_properties=properties,
-            )
+            create_table(target, conform(plan.inserts.to_arrow(), plan.schema), properties)
             return attempt.inserted(0, plan.inserts.height, content, details=details)
         if plan.changes == 0:
             return attempt.unchanged(content, proof=Proof.CONTENT, details=details)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable
 
 from idem_assets._lazy import lazy_module
 from idem_assets.faults import crash_point
@@ -15,7 +15,7 @@ from idem_assets.lake.dedupe import DELETE_FLAG, DedupeResult, dedupe_newest, su
 from idem_assets.lake.frames import FrameLike, conform, to_arrow, to_polars
 from idem_assets.lake.predicates import Range, all_of, quote_identifier
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import LakeTable, read_rows, rows_of_keys, table_schema
+from idem_assets.lake.tables import LakeTable, create_table, read_rows, rows_of_keys, table_schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -155,14 +155,12 @@ def merge_upsert(
     def once(attempt: Attempt) -> WriteResult:
         table = attempt.table
         if table is None:
-            write_deltalake(
-                target.uri,
+            create_table(
+                target,
                 batch,
-                mode="error",
-                partition_by=[partition_column] if partition_column else None,
-                storage_options=target.options(),
-                commit_properties=properties,
-                configuration=commit.options.configuration(),
+                properties,
+                commit.options,
+                [partition_column] if partition_column else (),
             )
             return attempt.inserted(0, batch.num_rows, batch_fp, details=extra)
         plan = plan_merge(table, batch, key, version_column, prune_columns)
@@ -364,14 +362,7 @@ def merge_changes(
         )
         plan, doomed = changes.upserts, changes.deletes
         if table is None:
-            write_deltalake(
-                target.uri,
-                changes.upserts.batch,
-                mode="error",
-                storage_options=target.options(),
-                commit_properties=properties,
-                configuration=commit.options.configuration(),
-            )
+            create_table(target, changes.upserts.batch, properties, commit.options)
             return attempt.inserted(0, plan.batch.num_rows, content)
         if plan.changes == 0 and doomed.height == 0:
             return attempt.unchanged(content, proof=Proof.CONTENT)

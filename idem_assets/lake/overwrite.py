@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.change_data import replace_rows
@@ -23,11 +23,12 @@ from idem_assets.lake.fingerprint import (
 from idem_assets.lake.frames import FrameLike, conform, nullable, to_arrow
 from idem_assets.lake.predicates import Condition, In, OneOf, Range, date_range
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import commit_overwrite, discard_unless_committed, stage_batches
+from idem_assets.lake.staging import commit_overwrite, discarded_on_failure, stage_batches
 from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import (
     LakeTable,
     check_columns,
+    create_table,
     read_rows,
     slice_signature,
     table_schema,
@@ -117,19 +118,8 @@ def overwrite_slice(
         count, details = rows.num_rows, None
         table = attempt.table
         if table is None:
-            # mode="error": if another writer creates the table first we lose the
-            # race, retry, and take the predicate path instead of clobbering it.
-            write_deltalake(
-                target.uri,
-                rows,
-                mode="error",
-                partition_by=list(partition_by) or None,
-                storage_options=target.options(),
-                commit_properties=properties,
-                configuration=options.configuration(),
-                writer_properties=options.writer(),
-            )
-            version = 0
+            # A racer that created the table first: the retry takes the predicate path.
+            version = create_table(target, rows, properties, options, partition_by)
         else:
             check_columns(rows, table, options)
             empty = slice_signature(table, conditions).startswith("0:")
@@ -302,8 +292,5 @@ def overwrite_stream(
             details={"files_added": len(staged.files), "streamed": True},
         )
 
-    try:
+    with discarded_on_failure(target, staged):
         return commit_retried(target, STRATEGY, once)
-    except BaseException:
-        discard_unless_committed(target, staged)
-        raise

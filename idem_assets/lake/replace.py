@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from deltalake import write_deltalake
-
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.change_data import replace_rows
 from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.fingerprint import fingerprint, resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.tables import LakeTable, check_columns, read_rows
+from idem_assets.lake.tables import LakeTable, check_columns, create_table, read_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -56,16 +54,7 @@ def replace_table(
         if table is not None and fingerprint(read_rows(table)) == resolve(pending):
             return attempt.unchanged(resolve(pending), proof=Proof.CONTENT)
         if table is None:
-            write_deltalake(
-                target.uri,
-                rows,
-                mode="error",
-                storage_options=target.options(),
-                commit_properties=properties,
-                configuration=options.configuration(),
-                writer_properties=options.writer(),
-            )
-            version = 0
+            version = create_table(target, rows, properties, options)
         else:
             check_columns(rows, table, options, exact=True)
             made = replace_rows(table, rows, (), properties, options, schema_mode="overwrite")

@@ -156,16 +156,21 @@ def _list_staged(
     return tuple(sorted(files, key=lambda f: f.path))
 
 
-def discard_unless_committed(target: LakeTable, staged: StagedWrite) -> None:
-    """Delete a staged folder after a failure, unless a commit did take its files.
+@contextlib.contextmanager
+def discarded_on_failure(target: LakeTable, staged: StagedWrite) -> Iterator[None]:
+    """Delete ``staged``'s files if the block fails, unless a commit did take them.
 
     A commit can succeed and still raise (a post-commit hook failing); deleting files the
     log now references would corrupt the table, so the log is checked first.
     """
-    table = target.open()
-    committed = {f.path for f in data_files(table, None)} if table is not None else set()
-    if not {f.path for f in staged.files} & committed:
-        staged.discard()
+    try:
+        yield
+    except BaseException:
+        table = target.open()
+        committed = {f.path for f in data_files(table, None)} if table is not None else set()
+        if not {f.path for f in staged.files} & committed:
+            staged.discard()
+        raise
 
 
 def _by_partition(rows: pa.Table, column: str | None) -> Iterator[tuple[str | None, pa.Table]]:

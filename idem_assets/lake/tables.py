@@ -10,8 +10,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties
+from deltalake import (
+    CommitProperties,
+    DeltaTable,
+    Schema,
+    Transaction,
+    WriterProperties,
+    write_deltalake,
+)
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.predicates import Condition, In, OneOf, conjunction
@@ -212,6 +220,50 @@ class WriteOptions:
 
 
 DEFAULT_OPTIONS = WriteOptions()
+
+
+def create_table(
+    target: LakeTable,
+    rows: pa.Table,
+    properties: CommitProperties,
+    options: WriteOptions = DEFAULT_OPTIONS,
+    partition_by: Sequence[str] = (),
+    *,
+    files: Sequence[AddAction] | None = None,
+) -> int:
+    """Create ``target`` holding ``rows`` (or the data ``files`` already written for it,
+    with ``rows``'s schema) as its version 0, or lose the race.
+
+    Every table this package makes is made here. delta-rs's ``mode="error"`` fails when
+    another writer created the table first; with ``properties``' own retries off
+    (``commit_properties``) the loser gets a conflict, and ``with_commit_retries`` re-reads
+    the table and decides again on what is there, instead of clobbering it or appending
+    a second copy.
+    """
+    columns = list(partition_by) or None
+    if files is not None:
+        create_table_with_add_actions(
+            target.uri,
+            Schema.from_arrow(rows.schema),
+            list(files),
+            mode="error",
+            partition_by=columns,
+            storage_options=target.options(),
+            configuration=options.configuration(),
+            commit_properties=properties,
+        )
+        return 0
+    write_deltalake(
+        target.uri,
+        rows,
+        mode="error",
+        partition_by=columns,
+        storage_options=target.options(),
+        configuration=options.configuration(),
+        writer_properties=options.writer(),
+        commit_properties=properties,
+    )
+    return 0
 
 
 class SchemaMismatchError(ValueError):

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from deltalake import write_deltalake
 from deltalake.exceptions import DeltaError
 
 from idem_assets._lazy import lazy_module
@@ -25,7 +24,7 @@ from idem_assets.lake import (
     overwrite_slice,
 )
 from idem_assets.lake.predicates import Condition, date_range
-from idem_assets.lake.tables import commit_properties, is_conflict
+from idem_assets.lake.tables import commit_properties, create_table, is_conflict
 from idem_assets.landing.contract import SourceContract
 from idem_assets.landing.normalise import quarantine_schema
 
@@ -107,13 +106,11 @@ def ensure_quarantine_table(target: LakeTable) -> None:
     if target.open() is not None:
         return
     try:
-        write_deltalake(
-            target.uri,
+        create_table(
+            target,
             quarantine_schema().empty_table(),
-            mode="error",
-            partition_by=list(QUARANTINE_PARTITIONS),
-            storage_options=target.options(),
-            commit_properties=commit_properties(quarantine_commit_metadata({})),
+            commit_properties(quarantine_commit_metadata({})),
+            partition_by=QUARANTINE_PARTITIONS,
         )
     except DeltaError as error:
         # Losing the creation race is fine: the winner made the same empty table.

@@ -28,7 +28,7 @@ from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_ret
 from idem_assets.lake.dedupe import DELETE_FLAG
 from idem_assets.lake.delta_log import removes, require_plain_table
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import commit_staged, discard_unless_committed
+from idem_assets.lake.staging import commit_staged, discarded_on_failure
 from idem_assets.lake.stored import DataFile, data_files, file_location
 from idem_assets.lake.tables import LakeTable, table_schema
 from idem_assets.spark.commit import properties_for
@@ -211,11 +211,8 @@ def merge_partitions_spark(
             return attempt.unchanged(batch_fp, proof=Proof.CONTENT, details=details)
         if table is None and delete_column is None:
             staged = stage(batch.rows, target, schema, partition_column, cluster_by)
-            try:
+            with discarded_on_failure(target, staged):
                 commit_staged(target, None, staged, properties, schema=schema)
-            except BaseException:
-                discard_unless_committed(target, staged)
-                raise
             return attempt.inserted(
                 0, staged.rows, batch_fp, details={**details, "files_added": len(staged.files)}
             )
@@ -247,13 +244,10 @@ def merge_partitions_spark(
             [f for f in files if not partition_column or f.partition_value in plan.changed],
             partition_column,
         )
-        try:
+        with discarded_on_failure(target, staged):
             version = commit_staged(
                 target, table, staged, properties, schema=schema, removes=gone, change_key=key
             )
-        except BaseException:
-            discard_unless_committed(target, staged)
-            raise
         deleted = {"rows_deleted": plan.deletes} if delete_column is not None else {}
         return attempt.written(
             version,

@@ -22,7 +22,7 @@ from idem_assets.lake.fingerprint import Fingerprint
 from idem_assets.lake.overwrite import PartitionMismatchError
 from idem_assets.lake.predicates import Range, date_range
 from idem_assets.lake.result import Proof, WriteResult
-from idem_assets.lake.staging import StagedWrite, commit_staged, discard_unless_committed
+from idem_assets.lake.staging import StagedWrite, commit_staged, discarded_on_failure
 from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import LakeTable
 from idem_assets.spark.commit import SPARK_ERRORS, properties_for
@@ -31,6 +31,29 @@ from idem_assets.spark.schema import col, conform_spark
 from idem_assets.spark.staging import stage
 
 _OUTSIDE = "idem: row outside the overwritten range"
+
+
+def _replayed(
+    strategy: str,
+    target: LakeTable,
+    table: DeltaTable | None,
+    txn: Transaction | None,
+    rows: DataFrame,
+) -> WriteResult | None:
+    """The result of a replay of a committed (app id, version), found before anything is
+    staged; None when ``txn`` is not committed yet (the commit checks again)."""
+    done = already_committed(table, txn)
+    if done is None:
+        return None
+    assert table is not None, "a committed txn is in a table"
+    return WriteResult.unchanged(
+        strategy,
+        target.uri,
+        table.version(),
+        spark_fingerprint(rows),
+        proof=Proof.TXN,
+        details={"engine": "spark", "txn_version": done},
+    )
 
 
 def _inside(rng: Range) -> Column:
@@ -93,17 +116,9 @@ def overwrite_partitions_spark(
     rng = date_range(partition_column, start, end)
     rows = conform_spark(df, schema)
     table = target.open()
-    done = already_committed(table, txn)
-    if done is not None:
-        # A replay of a committed (app id, version): nothing is staged at all.
-        return WriteResult.unchanged(
-            "overwrite",
-            target.uri,
-            table.version(),
-            spark_fingerprint(rows),
-            proof=Proof.TXN,
-            details={"engine": "spark", "txn_version": done},
-        )
+    replay = _replayed("overwrite", target, table, txn, rows)
+    if replay is not None:
+        return replay
     if table is not None:
         require_plain_table(table, partition_column, schema)  # before any file is written
     staged = _stage_within(rows, target, schema, rng, cluster_by)
@@ -123,11 +138,8 @@ def overwrite_partitions_spark(
         )
         return attempt.inserted(version, staged.rows, new_fp, details=details)
 
-    try:
+    with discarded_on_failure(target, staged):
         return commit_retried(target, "overwrite", once)
-    except BaseException:
-        discard_unless_committed(target, staged)
-        raise
 
 
 def _unchanged(table: DeltaTable, rng: Range, new_fp: Fingerprint) -> bool:
@@ -157,16 +169,9 @@ def append_spark(
     txn = Transaction(app_id=app_id, version=version)
     rows = conform_spark(df, schema)
     table = target.open()
-    done = already_committed(table, txn)
-    if done is not None:
-        return WriteResult.unchanged(
-            "append",
-            target.uri,
-            table.version(),
-            spark_fingerprint(rows),
-            proof=Proof.TXN,
-            details={"engine": "spark", "txn_version": done},
-        )
+    replay = _replayed("append", target, table, txn, rows)
+    if replay is not None:
+        return replay
     if table is not None:
         require_plain_table(table, partition_column, schema)  # before any file is written
     staged = stage(rows, target, schema, partition_column)
@@ -191,8 +196,5 @@ def append_spark(
             details={"engine": "spark", "txn_version": version, "files_added": len(staged.files)},
         )
 
-    try:
+    with discarded_on_failure(target, staged):
         return commit_retried(target, "append", once)
-    except BaseException:
-        discard_unless_committed(target, staged)
-        raise

@@ -12,7 +12,7 @@ module             asked for by                       writes with
 ``history``        ``idem/strategy: history``         ``lake.history`` (SCD type 2)
 ``clause_merge``   mode ``merge`` (dagster-delta)     ``lake.clauses`` (MERGE by clauses)
 ``append``         mode ``append``                    ``lake.append`` (txn, exactly once)
-``create``         modes ``error`` and ``ignore``     ``lake.append.create_with``
+``create``         modes ``error`` and ``ignore``     ``lake.tables.create_table``
 =================  =================================  =====================================
 
 Each is a ``WriteStrategy`` bound to its settings, made once per output here

@@ -1,5 +1,5 @@
 """dagster-delta's modes ``error`` and ``ignore``: create the table once, with
-``lake.append``'s ``create_with``.
+``lake.tables``' ``create_table``.
 
 - error: create the table; a rerun that holds what the table holds is a no-op, anything
   else is refused as delta-rs's ``mode="error"`` is.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from idem_assets.io_manager.batch import PreparedBatch
 from idem_assets.io_manager.writes.strategy import ModeStrategy, WriteRequest
 from idem_assets.lake import Proof, WriteResult, fingerprint, read_rows
-from idem_assets.lake.append import create_with
 from idem_assets.lake.commits import Attempt, commit_retried
+from idem_assets.lake.tables import create_table
 
 
 class Create(ModeStrategy):
@@ -36,7 +36,7 @@ class Create(ModeStrategy):
                     f"mode='error': a Delta table already exists at {target.uri} and holds "
                     "other rows than this output; nothing was written"
                 )
-            create_with(target, rows, plan.partition_by, properties, request.commit.options)
+            create_table(target, rows, properties, request.commit.options, plan.partition_by)
             return attempt.inserted(0, rows.num_rows, content)
 
         return commit_retried(target, plan.mode, once)
