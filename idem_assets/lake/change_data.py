@@ -20,8 +20,8 @@ What delta-rs (1.6.6) puts in the change feed of a table created with
 So every write here that replaces rows of a table keeping a change feed goes through
 ``merge_changed_rows``: the new rows are compared with the stored ones and only the rows
 that differ are sent to one MERGE, whose cdc files then name exactly those rows.
-``replace_rows`` takes that turn for the in-memory writes (partition overwrite, full
-replace), ``lake.staging.commit_staged`` for the staged ones (streamed overwrite, Spark).
+``lake.overwrite.replace_rows`` takes that turn for the in-memory writes (partition overwrite,
+full replace), ``lake.staging.commit_staged`` for the staged ones (streamed overwrite, Spark).
 Merges (``lake.merge``, ``lake.clauses``) already send only the rows that change, appends
 only add, and an unchanged rerun commits nothing. The feed after each of our writes:
 
@@ -43,14 +43,14 @@ row is then deleted and inserted again: each has changed shape).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from deltalake import CommitProperties, DeltaTable, Schema, WriterProperties, write_deltalake
+from deltalake import CommitProperties, DeltaTable, WriterProperties
 
 from idem_assets._lazy import lazy_module
-from idem_assets.lake.frames import conform, nullable, to_polars
+from idem_assets.lake.frames import conform, to_polars
 from idem_assets.lake.predicates import Condition, all_of, conjunction, quote_identifier
-from idem_assets.lake.tables import WriteOptions, read_rows, table_schema
+from idem_assets.lake.tables import table_schema
 
 if TYPE_CHECKING:
     import numpy as np
@@ -90,50 +90,6 @@ def keep_change_feed(table: DeltaTable | None, configuration: Mapping[str, str] 
         return False
     table.alter.set_table_properties({CHANGE_DATA_FEED: "true"})
     return True
-
-
-def replace_rows(
-    table: DeltaTable,
-    rows: pa.Table,
-    conditions: Sequence[Condition],
-    properties: CommitProperties,
-    options: WriteOptions,
-    *,
-    schema_mode: Literal["merge", "overwrite"] | None = None,
-) -> int | None:
-    """Make the rows matching ``conditions`` (all rows without) be ``rows``, in one commit;
-    the version made, or None when no row differs (then nothing is committed).
-
-    A table keeping a change feed gets a MERGE of the rows that differ, so its feed names
-    them alone; any other table, or rows whose columns are not the table's, gets delta-rs's
-    overwrite (replaceWhere). ``rows`` of the table's columns are typed to its schema.
-    """
-    if feeds_changes(table) and _same_columns(rows, table):
-        new = conform(rows, table_schema(table))
-        return merge_changed_rows(
-            table,
-            lambda: [(read_rows(table, ranges=conditions), new)],
-            key=options.change_key,
-            prune=conditions,
-            properties=properties,
-            writer_properties=options.writer(),
-        )
-    write_deltalake(
-        table,
-        rows,
-        mode="overwrite",
-        predicate=conjunction(tuple(conditions)) or None,
-        schema_mode=schema_mode,
-        commit_properties=properties,
-        writer_properties=options.writer(),
-    )
-    return table.version()
-
-
-def _same_columns(rows: pa.Table, table: DeltaTable) -> bool:
-    # Compared as Delta types, so Arrow spellings (string / large_string) do not matter.
-    given = [(f.name, f.type) for f in Schema.from_arrow(nullable(rows.schema)).fields]
-    return sorted(given) == sorted((f.name, f.type) for f in table.schema().fields)
 
 
 def merge_changed_rows(

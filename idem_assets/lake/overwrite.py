@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from deltalake import DeltaTable
+from deltalake import CommitProperties, DeltaTable, Schema, write_deltalake
 
 from idem_assets._lazy import lazy_module
-from idem_assets.lake.change_data import replace_rows
+from idem_assets.lake.change_data import feeds_changes, merge_changed_rows
 from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.delta_log import require_plain_table
 from idem_assets.lake.fingerprint import (
@@ -21,12 +21,13 @@ from idem_assets.lake.fingerprint import (
     resolve,
 )
 from idem_assets.lake.frames import FrameLike, conform, nullable, to_arrow
-from idem_assets.lake.predicates import Condition, In, OneOf, Range, date_range
+from idem_assets.lake.predicates import Condition, In, OneOf, Range, conjunction, date_range
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.staging import commit_overwrite, discarded_on_failure, stage_batches
 from idem_assets.lake.stored import slice_fingerprint
 from idem_assets.lake.tables import (
     LakeTable,
+    WriteOptions,
     check_columns,
     create_table,
     read_rows,
@@ -294,3 +295,47 @@ def overwrite_stream(
 
     with discarded_on_failure(target, staged):
         return commit_retried(target, STRATEGY, once)
+
+
+def replace_rows(
+    table: DeltaTable,
+    rows: pa.Table,
+    conditions: Sequence[Condition],
+    properties: CommitProperties,
+    options: WriteOptions,
+    *,
+    schema_mode: Literal["merge", "overwrite"] | None = None,
+) -> int | None:
+    """Make the rows matching ``conditions`` (all rows without) be ``rows``, in one commit;
+    the version made, or None when no row differs (then nothing is committed).
+
+    A table keeping a change feed gets a MERGE of the rows that differ, so its feed names
+    them alone; any other table, or rows whose columns are not the table's, gets delta-rs's
+    overwrite (replaceWhere). ``rows`` of the table's columns are typed to its schema.
+    """
+    if feeds_changes(table) and _same_columns(rows, table):
+        new = conform(rows, table_schema(table))
+        return merge_changed_rows(
+            table,
+            lambda: [(read_rows(table, ranges=conditions), new)],
+            key=options.change_key,
+            prune=conditions,
+            properties=properties,
+            writer_properties=options.writer(),
+        )
+    write_deltalake(
+        table,
+        rows,
+        mode="overwrite",
+        predicate=conjunction(tuple(conditions)) or None,
+        schema_mode=schema_mode,
+        commit_properties=properties,
+        writer_properties=options.writer(),
+    )
+    return table.version()
+
+
+def _same_columns(rows: pa.Table, table: DeltaTable) -> bool:
+    # Compared as Delta types, so Arrow spellings (string / large_string) do not matter.
+    given = [(f.name, f.type) for f in Schema.from_arrow(nullable(rows.schema)).fields]
+    return sorted(given) == sorted((f.name, f.type) for f in table.schema().fields)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from idem_assets._lazy import lazy_module
-from idem_assets.lake.change_data import replace_rows
 from idem_assets.lake.commits import DEFAULT_COMMIT, Attempt, Commit, commit_retried
 from idem_assets.lake.fingerprint import fingerprint, resolve
 from idem_assets.lake.frames import FrameLike, conform, to_arrow
+from idem_assets.lake.overwrite import replace_rows
 from idem_assets.lake.result import Proof, WriteResult
 from idem_assets.lake.tables import LakeTable, check_columns, create_table, read_rows
 
