@@ -14,7 +14,6 @@ from idem_assets.io_manager import Window, target_table
 from idem_assets.lake import read_rows
 from idem_assets.lake.erasure import Erased, key_digest
 from idem_assets.lib.asset_def import LakeAssetDef
-from idem_assets.lib.checks.ledger import erased_of
 from idem_assets.lib.checks.per_partition import CheckName, LakeCheck
 from idem_assets.lib.checks.proofs import Reads
 from idem_assets.resources import LakeResource
@@ -23,11 +22,15 @@ ERASED_KEYS_ABSENT = "erased_keys_absent"
 
 
 def _erased_keys_absent(
-    definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window], _: frozenset[str]
+    definition: LakeAssetDef,
+    lake: LakeResource,
+    windows: Sequence[Window],
+    _: frozenset[str],
+    *,
+    erased: Erased,
 ) -> Iterator[tuple[int, dg.AssetCheckResult]]:
     """Whether the table holds any erased key: the whole table is read once (by the erasable
     columns only) and every partition reports it, since an erased key is erased everywhere."""
-    erased = erased_of(definition)
     table = target_table(lake, definition.spec, definition.key).open()
     found: dict[str, int] = {}
     if erased and table is not None:
@@ -74,5 +77,5 @@ def erased_keys_check(definition: LakeAssetDef) -> LakeCheck:
             ),
         ),
         evaluate_windows=_erased_keys_absent,
-        reads=frozenset({Reads.TABLE}),
+        reads=frozenset({Reads.TABLE, Reads.ERASURES}),
     )

@@ -9,13 +9,13 @@ import dagster as dg
 from idem_assets.io_manager import RerunComparison, Window, compare, prepare, target_table
 from idem_assets.io_manager.writes import compare_days
 from idem_assets.lake import read_rows
+from idem_assets.lake.erasure import Erased
 from idem_assets.lake.frames import to_arrow
 from idem_assets.lake.history import PERIOD, PROBLEM, history_problems
 from idem_assets.lake.history_deletes import history_deletes
 from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.checks.erased import erased_keys_check
 from idem_assets.lib.checks.landing import landing_checks
-from idem_assets.lib.checks.ledger import erased_of
 from idem_assets.lib.checks.per_partition import CheckName, LakeCheck, spans
 from idem_assets.lib.checks.proofs import Reads
 from idem_assets.lib.checks.samples import shown_rows
@@ -28,7 +28,12 @@ _SAMPLE = 10
 
 
 def _rerun_equality(
-    definition: LakeAssetDef, lake: LakeResource, windows: Sequence[Window], _: frozenset[str]
+    definition: LakeAssetDef,
+    lake: LakeResource,
+    windows: Sequence[Window],
+    _: frozenset[str],
+    *,
+    erased: Erased,
 ) -> Iterator[tuple[int, dg.AssetCheckResult]]:
     """Each span of adjacent days recomputed once and compared day by day (a table without
     a day column, or a window of more than a day, window by window)."""
@@ -37,7 +42,7 @@ def _rerun_equality(
     daily = spec.partition_column is not None and all(_one_day(w) for w in windows)
     groups = spans(windows) if daily else [(w, [i]) for i, w in enumerate(windows)]
     for span, members in groups:
-        rows, _ = erased_of(definition).without(to_arrow(definition.compute(lake, span)))
+        rows, _ = erased.without(to_arrow(definition.compute(lake, span)))
         batch = prepare(spec, rows, definition.arrow_schema)
         compared = (
             compare_days(spec, target, batch, [windows[i].start for i in members])  # type: ignore[misc]
@@ -78,7 +83,7 @@ RERUN_EQUALITY_CHECK = LakeCheck(
         ),
     ),
     evaluate_windows=_rerun_equality,
-    reads=frozenset({Reads.INPUTS, Reads.SLICE}),
+    reads=frozenset({Reads.INPUTS, Reads.SLICE, Reads.ERASURES}),
 )
 
 

@@ -21,6 +21,7 @@ import dagster as dg
 from idem_assets.io_manager import PreparedBatch, Window, prepare, target_table
 from idem_assets.io_manager.writes import strategy_for
 from idem_assets.lake import LakeTable, read_rows
+from idem_assets.lake.erasure import Erased
 from idem_assets.lake.frames import conform, to_arrow
 from idem_assets.lake.history import VALID_FROM
 from idem_assets.lake.history_deletes import history_deletes
@@ -31,7 +32,6 @@ from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
 from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.checks.conservation import conservation_result
-from idem_assets.lib.checks.ledger import erased_of
 from idem_assets.lib.checks.results import (
     DayShare,
     quarantine_share_result,
@@ -74,8 +74,10 @@ class JudgedSpan:
         lake: LakeResource,
         batch: LandingBatch,
         windows: Sequence[Window],
+        erased: Erased,
     ) -> JudgedSpan:
-        """Judge ``batch`` (read for the span of ``windows``) window by window."""
+        """Judge ``batch`` (read for the span of ``windows``) window by window, leaving out
+        the rows of ``erased`` keys."""
         import polars as pl  # here, not at import: see idem_assets._lazy
 
         window_of: dict[dt.date | None, int] = {
@@ -94,20 +96,26 @@ class JudgedSpan:
         import pyarrow.compute as pc  # here, not at import: see idem_assets._lazy
 
         # Rows of erased keys are left out, as a write leaves them out, and counted.
-        keys = erased_of(definition)
-        held = keys.held(rows)
-        erased = Counter(rows.filter(held).column(_WINDOW).to_pylist())
+        held = erased.held(rows)
+        erased_rows = Counter(rows.filter(held).column(_WINDOW).to_pylist())
         rows = rows.filter(pc.invert(held))
         spec = definition.spec
         quarantine_erased = quarantine_held(
-            batch.quarantine, keys, {batch.source: spec.erasable_keys}
+            batch.quarantine, erased, {batch.source: spec.erasable_keys}
         )
         if spec.dedupe and spec.natural_key:
             # The window is part of the key: each window deduplicated as if read alone.
             spec = spec.model_copy(update={"natural_key": (_WINDOW, *spec.natural_key)})
         deduplicated = prepare(spec, rows)
         return cls(
-            definition, lake, batch, windows, window_of, deduplicated, erased, quarantine_erased
+            definition,
+            lake,
+            batch,
+            windows,
+            window_of,
+            deduplicated,
+            erased_rows,
+            quarantine_erased,
         )
 
     def _counts(self, values: list[object]) -> Counter[int]:

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 import dagster as dg
 
 from idem_assets.io_manager import Window
+from idem_assets.lake.erasure import Erased
 from idem_assets.lib.asset_def import LakeAssetDef
 from idem_assets.lib.checks.conservation import CONSERVATION
 from idem_assets.lib.checks.judged import JudgedSpan
@@ -80,11 +81,13 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
         lake: LakeResource,
         windows: Sequence[Window],
         selected: frozenset[str],
+        *,
+        erased: Erased,
     ) -> Iterator[tuple[int, dg.AssetCheckResult]]:
         daily = contract.daily and all(w.partitioned for w in windows)
         for span, members in spans(windows) if daily else [(w, [i]) for i, w in enumerate(windows)]:
             batch = read_landing(lake, contract, span)
-            judged = JudgedSpan.of(definition, lake, batch, [windows[i] for i in members])
+            judged = JudgedSpan.of(definition, lake, batch, [windows[i] for i in members], erased)
             for index, window in zip(members, judged.windows, strict=True):
                 if CONSERVATION in selected:
                     yield index, judged.conservation(window)
@@ -96,5 +99,5 @@ def landing_checks(definition: LakeAssetDef) -> LakeCheck:
     return LakeCheck(
         names=checks,
         evaluate_windows=evaluate,
-        reads=frozenset({Reads.INPUTS, Reads.SLICE, Reads.QUARANTINE}),
+        reads=frozenset({Reads.INPUTS, Reads.SLICE, Reads.QUARANTINE, Reads.ERASURES}),
     )

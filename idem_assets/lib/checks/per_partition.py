@@ -28,8 +28,9 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 
 from idem_assets.checkpoint import CheckpointStore
+from idem_assets.checkpoint.erasures import ErasureLedger
 from idem_assets.io_manager import Window
-from idem_assets.lib.checks.ledger import erasures_known
+from idem_assets.lake.erasure import Erased
 from idem_assets.lib.checks.proofs import Reads, Stamps, carried, memo_key, memo_scope, to_memo
 from idem_assets.lib.landing_io import shared_landing_reads
 from idem_assets.partitions import window_dates
@@ -78,7 +79,9 @@ class LakeCheck:
     yielding (window index, result). ``depends_on`` names assets the checks read besides the
     asset itself (lineage). ``reads`` says what the results depend on besides the check's
     definition: with it, a partition's result is carried forward while those are unchanged
-    (see ``proofs``); without it (None), the check is evaluated every time.
+    (see ``proofs``); without it (None), the check is evaluated every time. A check whose
+    ``reads`` holds ``Reads.ERASURES`` is also called with ``erased=``: the keys the erasure
+    ledger holds for the asset's erasable columns, read once per step.
     """
 
     names: tuple[CheckName, ...]
@@ -97,16 +100,19 @@ class LakeCheck:
         lake: LakeResource,
         windows: Sequence[Window],
         wanted: frozenset[str],
+        erased: Erased,
     ) -> Iterator[tuple[int, dg.AssetCheckResult]]:
-        """(window index, result) for each selected check and window."""
+        """(window index, result) for each selected check and window; ``erased`` is passed
+        on to a check that reads ``Reads.ERASURES``."""
         if not windows:
             return
+        extra = {"erased": erased} if Reads.ERASURES in (self.reads or ()) else {}
         if self.evaluate_windows is not None:
-            yield from self.evaluate_windows(definition, lake, windows, wanted)
+            yield from self.evaluate_windows(definition, lake, windows, wanted, **extra)
             return
         assert self.evaluate is not None
         for index, window in enumerate(windows):
-            for result in self.evaluate(definition, lake, window, wanted):
+            for result in self.evaluate(definition, lake, window, wanted, **extra):
                 yield index, result
 
 
@@ -177,8 +183,11 @@ def evaluate_checks(
     windows = partition_windows(definition, context)
     partitions = [partition for partition, _ in windows]
     targets = target_materializations(context, definition.key, partitions)
-    with checkpoint.open() as store, shared_landing_reads(), erasures_known(store):
-        stamps = Stamps(definition, lake, store, [window for _, window in windows])
+    with checkpoint.open() as store, shared_landing_reads():
+        # The erasure ledger, read once for every check of the step.
+        keys = definition.spec.erasable_keys
+        erased = ErasureLedger(store).erased().of(keys) if keys else Erased()
+        stamps = Stamps(definition, lake, store, [window for _, window in windows], erased)
         for check in checks:
             items = [item for item in check.names if item.name in selected]
             if not items:
@@ -230,7 +239,7 @@ def _evaluate(
     todo = [i for i in range(len(windows)) if any((i, n) not in done for n in wanted)]
     keep = []
     for position, result in check.results(
-        definition, lake, [windows[i] for i in todo], frozenset(wanted)
+        definition, lake, [windows[i] for i in todo], frozenset(wanted), stamps.erased
     ):
         assert result.check_name in wanted, f"unexpected check {result.check_name}"
         index, stamp = todo[position], stamped[todo[position]]

@@ -28,10 +28,10 @@ from idem_assets.checkpoint import CheckpointStore, Memo
 from idem_assets.checkpoint.model import MAX_JSON_BYTES
 from idem_assets.io_manager import Window, target_table
 from idem_assets.io_manager.writes import strategy_for
+from idem_assets.lake.erasure import Erased
 from idem_assets.lake.tables import FileIndex
 from idem_assets.landing.files import discover_days, discover_snapshot
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
-from idem_assets.lib.checks.ledger import erased_of
 from idem_assets.lib.inputs import input_signatures, keep_hashes, known_hashes
 from idem_assets.resources import LakeResource
 
@@ -50,6 +50,9 @@ class Reads(StrEnum):
     QUARANTINE = "quarantine"
     # Every data file of the table.
     TABLE = "table"
+    # The keys the erasure ledger holds for the asset's erasable columns: the check is
+    # called with them (``erased=``), read once per step.
+    ERASURES = "erasures"
 
 
 def memo_scope(definition: LakeAssetDef) -> str:
@@ -71,11 +74,13 @@ class Stamps:
         lake: LakeResource,
         store: CheckpointStore,
         windows: Sequence[Window],
+        erased: Erased,
     ) -> None:
         self.definition = definition
         self.lake = lake
         self.store = store
         self.windows = list(windows)
+        self.erased = erased
 
     def stamp(
         self, reads: frozenset[Reads] | None, checks: Sequence[tuple[str, str]], index: int
@@ -84,12 +89,12 @@ class Stamps:
         by ``checks``, for window ``index``; None when they cannot be proven unchanged."""
         if reads is None:
             return None
-        parts = {item.value: self._part(item, index) for item in sorted(reads)}
+        parts = {item.value: self._part(item, index) for item in sorted(reads - {Reads.ERASURES})}
         if any(part is None for part in parts.values()):
             return None
         if self.definition.spec.erasable_keys:
             # Every result of a table with erasable keys depends on which keys are erased.
-            parts["erasures"] = erased_of(self.definition).digest()
+            parts[Reads.ERASURES.value] = self.erased.digest()
         described = json.dumps(
             {
                 "definition": self.definition.definition_digest,
