@@ -17,8 +17,8 @@ Three variables are read elsewhere, where this Dagster module cannot or should n
   ``idem_assets.faults``: test-only fault injection, called inside the Dagster-free lake,
   notify and Spark layers (on executors too) and read at each call so a parent arms each
   child.
-- ``DAGSTER_HOME`` (``idem_assets.check_command.DAGSTER_HOME_ENV``) by
-  ``idem_assets.check_command``: Dagster's own convention for where its instance lives; the
+- ``DAGSTER_HOME`` (``idem_assets.cli.main.DAGSTER_HOME_ENV``) by
+  ``idem_assets.cli.main``: Dagster's own convention for where its instance lives; the
   command only asks whether it is set, to record results there instead of in a temporary
   instance (``dg.DagsterInstance.get()`` then reads it itself).
 

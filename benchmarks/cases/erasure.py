@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import dagster as dg
 
-    from idem_assets.check.erase import erase, vacuum_now
+    from idem_assets.cli.erase import erase, vacuum_now
     from idem_assets.io_manager.erasure import erasable_tables
     from idem_assets.lib import default_resources, source_definitions
     from idem_assets.resources import CheckpointResource, LakeResource

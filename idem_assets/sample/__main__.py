@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from idem_assets.cli import day, quiet_on_closed_pipe
+from idem_assets._cli_args import day, quiet_on_closed_pipe
 from idem_assets.landing.errors import LandingFileError
 from idem_assets.sample.generator import generate, write_late_orders
 from idem_assets.sample.tpch import DEFAULT_DAYS, DEFAULT_SCALE, TpchgenError, lay_out_tpch

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from idem_assets.cli import day, quiet_on_closed_pipe
+from idem_assets._cli_args import day, quiet_on_closed_pipe
 from idem_assets.landing.errors import LandingFileError, LandingRootError
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.landing.store import landing_root

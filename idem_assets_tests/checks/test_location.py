@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from idem_assets.check.location import CheckCommandError, load_definitions
+from idem_assets.cli.location import CheckCommandError, load_definitions
 
 COMMAND = Path(sys.executable).with_name("idem-assets")  # installed with the package
 

@@ -22,7 +22,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from idem_assets.check.pools import apply_writers, declared_writers
+from idem_assets.cli.pools import apply_writers, declared_writers
 from idem_assets.lake import Fingerprint, LakeTable, fingerprint, read_rows
 from idem_assets.partitions import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
 from idem_assets.sample.generator import generate

@@ -24,8 +24,8 @@ import pytest
 from deltalake import DeltaTable
 
 from idem_assets import IdempotentDeltaIOManager, MergeConfig, MergeType, TableOutput
-from idem_assets.check.erase import erase
 from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.cli.erase import erase
 from idem_assets.io_manager.erasure import erasable_tables
 from idem_assets.lake import fingerprint, read_rows
 from idem_assets.lake.change_data import CHANGE_DATA_FEED

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from idem_assets.check.erase import erase
+from idem_assets.cli.erase import erase
 from idem_assets.io_manager.erasure import erasable_tables
 from idem_assets.lake import read_rows
 from idem_assets_tests.harness import check_results, day_keys, new_project

@@ -1,8 +1,8 @@
 """``idem-assets check``: run asset checks against the existing lake, fail CI on ERROR.
 
 (``idem-assets pools [--apply]`` sets each lake table's writer limit in the instance: see
-``idem_assets.check.pools``; ``idem-assets erase`` erases a key for good: see
-``idem_assets.check.erase``.)
+``idem_assets.cli.pools``; ``idem-assets erase`` erases a key for good: see
+``idem_assets.cli.erase``.)
 
 Dagster has no command that runs asset checks and fails when one fails (``dagster asset
 materialize`` and ``dg launch`` exit 0 when a non-blocking check fails). This one::
@@ -12,7 +12,7 @@ materialize`` and ``dg launch`` exit 0 when a non-blocking check fails). This on
 
 loads the code location as ``dagster``/``dg`` find it (``-m`` / ``-f``, else the nearest
 ``dg.toml`` or ``pyproject.toml``: ``[tool.dg.project] code_location_target_module``,
-else ``<root_module>.definitions``, or ``[tool.dagster] module_name``; check/location.py),
+else ``<root_module>.definitions``, or ``[tool.dagster] module_name``; cli/location.py),
 resolves the selection with Dagster's asset selection syntax, runs the selected assets'
 checks without writing (``--materialize``: materializes them first, for CI jobs that
 build a staging lake), prints one row per (asset, partition, check), optionally writes
@@ -30,7 +30,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from idem_assets.check.erase import (
+from idem_assets._cli_args import quiet_on_closed_pipe
+from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.cli.erase import (
     EraseError,
     bound_resources,
     erase,
@@ -40,13 +42,11 @@ from idem_assets.check.erase import (
     vacuum_now,
     vacuum_report,
 )
-from idem_assets.check.event_log_erasure import erased_values_in_event_log, event_log_report
-from idem_assets.check.location import CheckCommandError, load_definitions
-from idem_assets.check.pools import apply_writers, declared_writers
-from idem_assets.check.report import junit_xml, table
-from idem_assets.check.run import run_checks
-from idem_assets.checkpoint.erasures import ErasureLedger
-from idem_assets.cli import quiet_on_closed_pipe
+from idem_assets.cli.event_log_erasure import erased_values_in_event_log, event_log_report
+from idem_assets.cli.location import CheckCommandError, load_definitions
+from idem_assets.cli.pools import apply_writers, declared_writers
+from idem_assets.cli.report import junit_xml, table
+from idem_assets.cli.run import run_checks
 from idem_assets.io_manager.erasure import erasable_sources, erasable_tables
 
 # Dagster's own variable for where its instance lives (see idem_assets.resources).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from idem_assets.check.run import Outcome, RunReport
+from idem_assets.cli.run import Outcome, RunReport
 
 
 def table(outcomes: Sequence[Outcome]) -> str:

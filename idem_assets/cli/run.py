@@ -9,7 +9,7 @@ from typing import Any
 
 import dagster as dg
 
-from idem_assets.check.location import CheckCommandError
+from idem_assets.cli.location import CheckCommandError
 from idem_assets.lib.landing_io import DAYS_WITHOUT_FILES, EMPTY_DAYS
 from idem_assets.partitions import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
 
