@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from idem_assets.checkpoint import CheckpointStore
-from idem_assets.checkpoint.erasures import Erasure, ErasureLedger
+from idem_assets.checkpoint.erasure import Erasure, ErasureLedger
 from idem_assets.io_manager.erasure import StorageScan, scan_storage
 from idem_assets.lake import LakeTable
 from idem_assets.lake.changes import OFFSETS_SCOPE
@@ -36,8 +36,8 @@ from idem_assets.lake.erasure import (
     satellites,
     vacuum_erased,
 )
+from idem_assets.landing.erasure import erase_from_quarantine
 from idem_assets.landing.quarantine import QUARANTINE_TABLE
-from idem_assets.landing.quarantine_erasure import erase_from_quarantine
 from idem_assets.resources import CheckpointResource, LakeResource
 
 _log = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from pathlib import Path
 import dagster as dg
 
 from idem_assets._cli_args import quiet_on_closed_pipe
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.cli.erase import (
     EraseError,
     bound_resources,

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 from idem_assets.checkpoint import CheckpointStore
-from idem_assets.checkpoint.erasures import Erasure, ErasureLedger
+from idem_assets.checkpoint.erasure import Erasure, ErasureLedger
 from idem_assets.io_manager.output import TableOutput, is_spark_frame, is_stream
 from idem_assets.io_manager.spec import LANDING_SOURCE, WriteSpec
 from idem_assets.lake.erasure import Erased, FileScan, HeldFile, files_holding, satellites

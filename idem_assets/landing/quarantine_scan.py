@@ -2,7 +2,7 @@
 
 The same scan as ``lake.erasure.files_holding`` (every Parquet file under the table's folder:
 current, removed by a commit, change data, added by no commit), with the quarantine's rule
-for what a row holds (``quarantine_erasure``): a file of a source declaring no erased
+for what a row holds (``landing.erasure``): a file of a source declaring no erased
 key's column is ruled out by its ``source=`` folder, the others' raw records are read.
 """
 
@@ -15,7 +15,7 @@ from urllib.parse import unquote
 from idem_assets._lazy import lazy_module
 from idem_assets.lake.erasure import Erased, FileScan, scan_folder
 from idem_assets.lake.tables import LakeTable
-from idem_assets.landing.quarantine_erasure import (
+from idem_assets.landing.erasure import (
     ErasableSources,
     keys_in_records,
     spellings,

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.faults import crash_point
 from idem_assets.lake import LakeTable, WriteResult, append_exactly_once
 from idem_assets.lake.changes import DEFAULT_LEASE_SECONDS, ChangeFeed, PendingChanges

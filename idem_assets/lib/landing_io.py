@@ -19,6 +19,7 @@ from idem_assets.io_manager.noop import same_inputs
 from idem_assets.io_manager.tracking import SettledWrite, last_settled
 from idem_assets.lake.erasure import Erased
 from idem_assets.landing.contract import SourceContract
+from idem_assets.landing.erasure import quarantine_without_erased
 from idem_assets.landing.files import (
     Discovery,
     HashCache,
@@ -26,7 +27,6 @@ from idem_assets.landing.files import (
     discover_snapshot,
 )
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, QuarantineWrite, replace_quarantine
-from idem_assets.landing.quarantine_erasure import quarantine_without_erased
 from idem_assets.landing.reader import LandingBatch, read_days, read_snapshot
 from idem_assets.landing.store import LandingRoot
 from idem_assets.lib.asset_def import LakeAssetDef

@@ -15,7 +15,7 @@ import dagster as dg
 from pydantic import Field
 
 from idem_assets.checkpoint import CheckpointStore
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.io_manager.erasure import erasable_sources, erasable_tables, scan_storage
 from idem_assets.lake.erasure import satellites
 from idem_assets.lake.maintenance import (

@@ -24,14 +24,14 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StreamingQuery
 
 from idem_assets.checkpoint import open_store
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.lake.commits import Commit
 from idem_assets.lake.erasure import Erased
 from idem_assets.lake.result import WriteResult
 from idem_assets.lake.tables import LakeTable
 from idem_assets.landing.contract import SourceContract
+from idem_assets.landing.erasure import QuarantineWithoutErased
 from idem_assets.landing.errors import LandingFileError
-from idem_assets.landing.quarantine_erasure import QuarantineWithoutErased
 from idem_assets.landing.reader import FileReader
 from idem_assets.spark.erasure import without_erased_spark
 from idem_assets.spark.landing import (

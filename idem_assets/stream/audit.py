@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from idem_assets._lazy import lazy_module
 from idem_assets.checkpoint import CheckpointStore, Status
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.lake import LakeTable, read_rows, txn_version
 from idem_assets.stream.offsets import OffsetLog
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource

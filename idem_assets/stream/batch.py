@@ -14,8 +14,8 @@ from idem_assets.lake import Fingerprint, fingerprint
 from idem_assets.lake.delta_log import commit_infos
 from idem_assets.lake.erasure import Erased
 from idem_assets.lake.frames import conform
+from idem_assets.landing.erasure import quarantine_without_erased
 from idem_assets.landing.normalise import quarantine_schema
-from idem_assets.landing.quarantine_erasure import quarantine_without_erased
 from idem_assets.stream.files import FileRead
 from idem_assets.stream.offsets import BatchPlan
 from idem_assets.stream.source import SOURCE_FILE_COLUMN, STREAM_BATCH_COLUMN, StreamSource

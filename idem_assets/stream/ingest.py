@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status, Tracker
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.lake import Commit, LakeTable, append_exactly_once, txn_version
 from idem_assets.landing.files import Landing
 from idem_assets.landing.quarantine import append_quarantine

@@ -20,7 +20,7 @@ from idem_assets import (
     lake_asset,
     partition_dates,
 )
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.cli.erase import erase
 from idem_assets.cli.event_log_erasure import erased_values_in_event_log, event_log_report
 from idem_assets.io_manager.erasure import erasable_tables

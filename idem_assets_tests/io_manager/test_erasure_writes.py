@@ -24,7 +24,7 @@ import pytest
 from deltalake import DeltaTable
 
 from idem_assets import IdempotentDeltaIOManager, MergeConfig, MergeType, TableOutput
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.cli.erase import erase
 from idem_assets.io_manager.erasure import erasable_tables
 from idem_assets.lake import fingerprint, read_rows

@@ -7,7 +7,7 @@ import random
 import dagster as dg
 import pyarrow as pa
 
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.io_manager import WriteSpec
 from idem_assets.lake import LakeTable, fingerprint, read_rows
 from idem_assets.lake.erasure import erase_key, satellites

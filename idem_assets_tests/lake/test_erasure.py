@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from idem_assets.checkpoint import open_store
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.io_manager.erasure import scan_storage
 from idem_assets.lake import LakeTable, read_rows
 from idem_assets.lake.erasure import (

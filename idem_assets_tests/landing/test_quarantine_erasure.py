@@ -13,11 +13,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.lake import LakeTable, erase_key, read_rows
 from idem_assets.lake.erasure import Erased
+from idem_assets.landing.erasure import erase_from_quarantine, quarantine_held
 from idem_assets.landing.quarantine import QUARANTINE_TABLE
-from idem_assets.landing.quarantine_erasure import erase_from_quarantine, quarantine_held
 from idem_assets.landing.raw import RAW_VALUE_CHARS, raw_record_json
 from idem_assets.resources import CheckpointResource, LakeResource
 from idem_assets.sources.load import declaration_from_mapping

@@ -8,7 +8,7 @@ import time
 
 import dagster as dg
 
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.lake.erasure import CURRENT, REMOVED, FileScan, key_digest, vacuum_erased
 from idem_assets.landing.quarantine import QUARANTINE_TABLE
 from idem_assets.landing.quarantine_scan import quarantine_files_holding

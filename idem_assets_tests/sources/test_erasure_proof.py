@@ -22,7 +22,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.cli.erase import erase, vacuum_now
 from idem_assets.io_manager.erasure import erasable_tables, scan_storage
 from idem_assets.lake import fingerprint, read_rows

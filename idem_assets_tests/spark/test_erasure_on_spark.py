@@ -113,7 +113,7 @@ def _sink(tmp_path, **extra):
 
 def _erase_42(tmp_path) -> None:
     from idem_assets.checkpoint import open_store
-    from idem_assets.checkpoint.erasures import ErasureLedger
+    from idem_assets.checkpoint.erasure import ErasureLedger
 
     with open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
         ErasureLedger(store).record("customer_id", "42")

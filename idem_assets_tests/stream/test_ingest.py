@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from idem_assets.checkpoint import Status, open_store
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.io_manager import Window
 from idem_assets.lake import Erased, erase_key, read_rows
 from idem_assets.lib.landing_io import read_landing, write_quarantine

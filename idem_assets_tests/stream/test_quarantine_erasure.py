@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.lake import read_rows
 from idem_assets.sample import EVENTS_STREAM
 from idem_assets_tests.stream.world import StreamWorld

@@ -14,7 +14,7 @@ from idem_assets.lake.frames import to_arrow
 from idem_assets.lake.history import PERIOD, PROBLEM, history_problems
 from idem_assets.lake.history_deletes import history_deletes
 from idem_assets.lib.asset_def import LakeAssetDef
-from idem_assets.lib.checks.erased import erased_keys_check
+from idem_assets.lib.checks.erasure import erased_keys_check
 from idem_assets.lib.checks.landing import landing_checks
 from idem_assets.lib.checks.per_partition import CheckName, LakeCheck, spans
 from idem_assets.lib.checks.proofs import Reads

@@ -26,8 +26,8 @@ from idem_assets.lake.frames import conform, to_arrow
 from idem_assets.lake.history import VALID_FROM
 from idem_assets.lake.history_deletes import history_deletes
 from idem_assets.lake.merge import Tombstones
+from idem_assets.landing.erasure import quarantine_held
 from idem_assets.landing.quarantine import QUARANTINE_TABLE, quarantine_conditions
-from idem_assets.landing.quarantine_erasure import quarantine_held
 from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
 from idem_assets.lib.asset_def import LakeAssetDef

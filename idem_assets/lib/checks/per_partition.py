@@ -28,7 +28,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 
 from idem_assets.checkpoint import CheckpointStore
-from idem_assets.checkpoint.erasures import ErasureLedger
+from idem_assets.checkpoint.erasure import ErasureLedger
 from idem_assets.io_manager import Window
 from idem_assets.lake.erasure import Erased
 from idem_assets.lib.checks.proofs import Reads, Stamps, carried, memo_key, memo_scope, to_memo
