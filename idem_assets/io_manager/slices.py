@@ -29,6 +29,7 @@ import dagster as dg
 
 from idem_assets._lazy import lazy_module
 from idem_assets.io_manager.window import Window
+from idem_assets.lake.frames import is_text
 from idem_assets.lake.predicates import Condition, In, Range, date_range
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def time_condition(
     """``[start, end)`` of a time window over ``column`` of Arrow type ``kind``; on a text
     or integer column, the window's partitions of ``partitions_def`` spelled in ``fmt``
     (default: the definition's own ``fmt``)."""
-    if kind is not None and (_is_text(kind) or pa.types.is_integer(kind)):
+    if kind is not None and (is_text(kind) or pa.types.is_integer(kind)):
         if partitions_def is None:
             raise PartitionSliceError(
                 f"{column!r} is {kind}: time partitions on a text or integer column need "
@@ -130,12 +131,6 @@ def time_condition(
     )
 
 
-def _is_text(kind: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
-    )
-
-
 def spelled_partitions(
     column: str,
     window: dg.TimeWindow,
@@ -157,7 +152,7 @@ def spelled_partitions(
     ]
     shown = f"{texts[0]!r}" if len(texts) == 1 else f"{texts[0]!r} .. {texts[-1]!r}"
     described = f"the run's {len(texts)} partition(s) spelled {spelling!r} ({shown})"
-    if _is_text(kind):
+    if is_text(kind):
         return In(column, tuple(texts), described)
     try:
         numbers = tuple(int(text) for text in texts)
