@@ -154,8 +154,3 @@ def _template_problem(template: str) -> str | None:
         missing = ", ".join("{" + p + "}" for p in sorted(parts - named_parts))
         return f"layout {template!r} names part of a day: add {missing}"
     return None
-
-
-def template_problem(template: str) -> str | None:
-    """Why ``template`` is not a usable layout, or None (for declaration validation)."""
-    return _template_problem(template)

@@ -364,25 +364,6 @@ def _spark_output(
     return TableOutput(rows, signature, schema=definition.arrow_schema)
 
 
-def load_landing(
-    context: dg.AssetExecutionContext,
-    lake: LakeResource,
-    contract: SourceContract,
-    window: Window,
-    listing: WindowListing | None = None,
-    *,
-    checkpoint: CheckpointResource | None = None,
-    erasable_keys: Sequence[str] = (),
-) -> pa.Table:
-    """Read a source for an asset run: quarantine bad rows, record accounting, return valid rows.
-
-    Quarantine rows holding a key erased from ``erasable_keys`` (in ``checkpoint``'s
-    ledger) are left out of the quarantine table.
-    """
-    listing = listing or list_window(lake, contract, window)
-    return _load_and_report(context, lake, contract, window, listing, checkpoint, erasable_keys)[0]
-
-
 def _load_and_report(
     context: dg.AssetExecutionContext,
     lake: LakeResource,
@@ -392,7 +373,9 @@ def _load_and_report(
     checkpoint: CheckpointResource | None,
     erasable_keys: Sequence[str],
 ) -> tuple[pa.Table, dict[str, Any]]:
-    """``load_landing``, and the figures it reported."""
+    """Read a source for an asset run: quarantine bad rows, record accounting; the valid
+    rows and the figures reported. Quarantine rows holding an erased key of
+    ``erasable_keys`` (in ``checkpoint``'s ledger) are left out of the quarantine table."""
     batch = read_landing(lake, contract, window, listing)
     erased = ledger_erased(checkpoint, erasable_keys)
     written = write_quarantine(lake, contract, batch.quarantine, window, erased)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from idem_assets.landing.reader import LandingBatch
 from idem_assets.landing.rules import ValueRule
 from idem_assets.lib.checks.samples import shown_rows, shown_value
 
@@ -52,18 +51,6 @@ class DayShare:
     def share(self) -> float:
         """Quarantined share of the raw rows (0 for an empty day)."""
         return self.quarantined / self.raw if self.raw else 0.0
-
-
-def day_shares(batch: LandingBatch) -> list[DayShare]:
-    """Raw and quarantined rows per day of the batch (one entry for a snapshot)."""
-    raw: Counter[dt.date | None] = Counter()
-    for file in batch.files:
-        raw[file.day] += file.rows
-    quarantined: Counter[dt.date | None] = Counter(
-        batch.quarantine.column("partition_date").to_pylist()
-    )
-    days: list[dt.date | None] = list(batch.day_signatures()) if batch.start else [None]
-    return [DayShare(day, raw[day], quarantined[day]) for day in days]
 
 
 def top_reasons(reasons: Iterable[object], limit: int = _TOP_REASONS) -> dict[str, int]:
