@@ -199,15 +199,8 @@ def _execute(
         + [source.column(_TIE)],
         names=[*columns, _TIE],
     )
-    on = all_of(
-        *(f"{quote_identifier(k, _TARGET)} = {quote_identifier(k, _SOURCE)}" for k in key),
-        *(r.sql(_TARGET) for r in pruning_ranges(plan.batch, prune_columns)),
-    )
-    guard = None
-    if version_column:
-        v_s = quote_identifier(version_column, _SOURCE)
-        v_t = quote_identifier(version_column, _TARGET)
-        guard = f"{v_s} > {v_t} OR ({v_s} = {v_t} AND {quote_identifier(_TIE, _SOURCE)})"
+    on = _same_keys(key, pruning_ranges(plan.batch, prune_columns))
+    guard = _source_wins(version_column) if version_column else None
     assignments = {quote_identifier(c): quote_identifier(c, _SOURCE) for c in columns}
     return (
         table.merge(
@@ -378,14 +371,11 @@ def merge_changes(
             + [source.column(_TIE), source.column(_DELETE)],
             names=[*names, _TIE, _DELETE],
         )
-        on = all_of(
-            *(f"{quote_identifier(k, _TARGET)} = {quote_identifier(k, _SOURCE)}" for k in key),
-            *(r.sql(_TARGET) for r in pruning_ranges(rows, prune_columns)),
-        )
+        on = _same_keys(key, pruning_ranges(rows, prune_columns))
         v_s = quote_identifier(version_column, _SOURCE)
         v_t = quote_identifier(version_column, _TARGET)
         flag = quote_identifier(_DELETE, _SOURCE)
-        guard = f"{v_s} > {v_t} OR ({v_s} = {v_t} AND {quote_identifier(_TIE, _SOURCE)})"
+        guard = _source_wins(version_column)
         assignments = {quote_identifier(c): quote_identifier(c, _SOURCE) for c in names}
         metrics = (
             table.merge(
@@ -482,3 +472,19 @@ def merge_with_deletes(
         commit=commit,
     )
     return result
+
+
+def _same_keys(key: Sequence[str], ranges: Sequence[Range]) -> str:
+    """A MERGE's match: the key columns equal, the target pruned to ``ranges``."""
+    return all_of(
+        *(f"{quote_identifier(k, _TARGET)} = {quote_identifier(k, _SOURCE)}" for k in key),
+        *(r.sql(_TARGET) for r in ranges),
+    )
+
+
+def _source_wins(version_column: str) -> str:
+    """Where a source row replaces the stored row of its key: a newer version, or the same
+    version when the batch decided the tie for it (``_TIE``)."""
+    v_s = quote_identifier(version_column, _SOURCE)
+    v_t = quote_identifier(version_column, _TARGET)
+    return f"{v_s} > {v_t} OR ({v_s} = {v_t} AND {quote_identifier(_TIE, _SOURCE)})"
