@@ -9,8 +9,8 @@ e.g. ``append_exactly_once`` with the consumer as app id and the range's end as 
 makes the replay commit nothing.
 
 Any number of processes may share a consumer name: a range is handed out under a lease
-(its holder's token and an expiry on the store's clock), taken and given back by
-compare-and-set on the memo (``remember_if``). While one holder's lease is live the others
+(its holder's token and an expiry on the store's clock), taken, renewed (``renew``) and given
+back by compare-and-set on the memo (``remember_if``). While one holder's lease is live the others
 are handed nothing (a ``busy`` ``PendingChanges`` naming the holder); once it expires
 unacknowledged (the holder died) the next one is handed the same range, a replay.
 
@@ -19,6 +19,7 @@ What each of our writes puts in the feed: ``lake.change_data``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -56,9 +57,10 @@ PREIMAGE = "update_preimage"
 # order never deletes a row the same commit wrote back.
 _ORDER = {PREIMAGE: 0, "delete": 1, "insert": 2, "update_postimage": 3}
 OFFSETS_SCOPE = "change-offsets"
-# A consumer's block reads one range and writes it once: seconds, so a minute is ample.
-# A holder that dies keeps its range from the others this long at most; one that overruns it
-# shares the range with the next holder (both write it under the same txn: one commits).
+# A consumer's block reads one range and writes it once: seconds, so a minute is ample (and
+# ``consume_changes`` renews it while the block runs). A holder that dies keeps its range
+# from the others this long at most; one whose renewals stall shares the range with the next
+# holder (both write it under the same txn: one commits).
 DEFAULT_LEASE_SECONDS = 60.0
 # How often a consumer waiting out a busy range looks again: the holder may acknowledge or
 # give the range back before its lease ends.
@@ -354,6 +356,27 @@ class ChangeFeed:
             moved = dataclasses.replace(offset, acknowledged=end) if rest else _Handout(end)
             if self._swap(memo, moved):
                 return
+
+    def renew(self) -> bool:
+        """Extend this feed's lease on the range it holds to ``lease_seconds`` from now, so a
+        block that runs long keeps it; False when it holds none (acknowledged, given back, or
+        handed to another holder after the lease lapsed)."""
+        while True:
+            memo, offset = self._read()
+            if offset.handed_out is None or offset.token != self.token:
+                return False
+            longer = dataclasses.replace(
+                offset, lease_expires_at=self.store.now() + self.lease_seconds
+            )
+            if self._swap(memo, longer):
+                return True
+
+    def using(self, store: OffsetStore) -> ChangeFeed:
+        """This feed (its holder and token) over another connection to the same store: a
+        thread renewing its lease needs its own."""
+        twin = copy.copy(self)
+        twin.store = store
+        return twin
 
     def release(self) -> bool:
         """Give back the range this feed holds without acknowledging it (its block failed):

@@ -14,8 +14,9 @@ committed with the Delta txn (consumer, last version), so the replay is skipped:
 lands once, however often the asset runs or is retried.
 
 Runs of the asset may overlap (several processes, one consumer name): the range is leased
-to one of them (``lease_seconds``, default a minute); the others are handed nothing
-(``changes.busy``) at once, or after waiting ``wait_seconds`` for the range to come free.
+to one of them (``lease_seconds``, default a minute, renewed while its block runs); the
+others are handed nothing (``changes.busy``) at once, or after waiting ``wait_seconds`` for
+the range to come free.
 A block that raises gives its range back, so the next run takes it without waiting.
 """
 
@@ -23,11 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from idem_assets.checkpoint.erasure import ErasureLedger
+from idem_assets.checkpoint.heartbeat import renewing
 from idem_assets.faults import crash_point
 from idem_assets.lake import LakeTable, WriteResult, append_exactly_once
 from idem_assets.lake.changes import DEFAULT_LEASE_SECONDS, ChangeFeed, PendingChanges
@@ -46,14 +48,25 @@ def consume_changes(
     wait_seconds: float = 0.0,
 ) -> Iterator[PendingChanges]:
     """The changes of lake ``table`` that ``consumer`` has not acknowledged, leased to this
-    block for ``lease_seconds``; acknowledged when the block ends without an error, given
-    back when it raises. Nothing (``busy``) while another holder's lease is live, unless it
-    ends within ``wait_seconds``."""
+    block for ``lease_seconds`` and renewed every third of it while the block runs (a holder
+    that dies keeps the range from the others that long at most); acknowledged when the block
+    ends without an error, given back when it raises. Nothing (``busy``) while another
+    holder's lease is live, unless it ends within ``wait_seconds``."""
     with checkpoint.open() as store:
         feed = ChangeFeed(store, consumer, lake.table(table), lease_seconds=lease_seconds)
         pending = _without_erased(feed.pending(wait_seconds), ErasureLedger(store).erased())
+
+        @contextmanager
+        def connect() -> Iterator[Callable[[], bool]]:
+            with checkpoint.open() as own:
+                yield feed.using(own).renew
+
         try:
-            yield pending
+            if pending.empty:
+                yield pending
+            else:
+                with renewing(connect, feed.lease_seconds, "change-feed-lease"):
+                    yield pending
         except BaseException:
             feed.release()  # handed out again at once, not when the lease ends
             raise

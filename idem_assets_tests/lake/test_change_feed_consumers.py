@@ -40,8 +40,11 @@ from idem_assets.lake import (
     merge_with_deletes,
     read_rows,
 )
+from idem_assets.lake.changes import OFFSETS_SCOPE
 from idem_assets.lib import append_changes, changes_metadata, consume_changes
 from idem_assets.resources import CheckpointResource, LakeResource
+from idem_assets_tests.checkpoint.clock import stepped_from
+from idem_assets_tests.waiting import wait_until
 
 CONSUMER, SOURCE, OUTPUT = "copier", "src", "out"
 CRASH_POINT = f"changes.before_acknowledge/{CONSUMER}"
@@ -331,6 +334,57 @@ def test_a_block_that_raises_gives_its_range_back_and_a_busy_one_says_who_holds_
     assert written is not None and written.rows_written == taken.rows.num_rows
     with open_store(checkpoint.resolved_url) as store:
         assert ChangeFeed(store, CONSUMER, lake.table(SOURCE)).acknowledged() == version
+
+
+def test_a_renewed_lease_keeps_the_range_until_it_lapses_and_a_lapsed_one_cannot_be_renewed(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    source = LakeResource(lake_dir=str(tmp_path / "lake")).table(SOURCE)
+    version = land(source, source_commits(random.Random(0))[0])
+    clock = stepped_from(url)
+    with open_store(url, clock=clock) as store:
+        first = ChangeFeed(store, CONSUMER, source, lease_seconds=10, holder="first")
+        second = ChangeFeed(store, CONSUMER, source, lease_seconds=10, holder="second")
+        taken = first.pending()
+        assert (taken.start, taken.end, taken.held_until) == (0, version, clock.now + 10)
+        clock.advance(8)
+        assert first.renew()  # held until 18 s from the start now, not 10
+        clock.advance(4)
+        busy = second.pending()
+        assert busy.busy and busy.holder == "first"
+        assert busy.held_until == pytest.approx(clock.now + 6)
+        assert not second.renew()  # a feed holding nothing has nothing to renew
+        clock.advance(7)  # past the renewed lease: the range goes to the next holder
+        replay = second.pending()
+        assert (replay.start, replay.end, replay.holder) == (0, version, "second")
+        assert not first.renew()  # its lease lapsed and another holder took the range
+        second.acknowledge(replay.end)
+        assert not second.renew() and first.acknowledged() == version
+
+
+def test_a_block_running_past_its_lease_keeps_its_range_while_it_runs(tmp_path: Path) -> None:
+    lake = LakeResource(lake_dir=str(tmp_path / "lake"))
+    checkpoint = CheckpointResource(url=f"sqlite:///{tmp_path / 'state.db'}")
+    version = land(lake.table(SOURCE), source_commits(random.Random(0))[0])
+
+    def lease_end() -> float | None:
+        with open_store(checkpoint.resolved_url) as store:
+            memo = store.memos(OFFSETS_SCOPE, [CONSUMER])[CONSUMER]
+        return memo.value.get("lease_expires_at")
+
+    with consume_changes(lake, checkpoint, SOURCE, CONSUMER, lease_seconds=2) as taken:
+        assert (taken.start, taken.end) == (0, version) and taken.held_until is not None
+        # The block's heartbeat moves the lease on while the block runs (waited for as an
+        # event, however slow the machine): twice past where it was handed out.
+        renewed = wait_until(
+            lambda: (end := lease_end()) is not None and end > taken.held_until + 2 and end,
+            "the lease renewed past two of its lengths",
+        )
+        assert renewed > taken.held_until
+    with open_store(checkpoint.resolved_url) as store:
+        assert ChangeFeed(store, CONSUMER, lake.table(SOURCE)).acknowledged() == version
+    assert lease_end() is None  # acknowledged: no lease left behind
 
 
 RUNS = [
