@@ -19,6 +19,8 @@ class Faults:
     Rates are probabilities in [0, 1] drawn per request. ``error_rate`` answers 503 before
     anything is recorded; ``error_after_delivery_rate`` delivers, stores the response and then
     answers 502 (the ambiguous case); latency and hangs happen while the key is in flight.
+    ``hold_in_flight`` keeps every request that claimed its key in flight until the faults
+    are replaced by ones without it (a test's gate: nothing depends on how long it takes).
     """
 
     error_rate: float = 0.0
@@ -27,6 +29,7 @@ class Faults:
     latency_jitter_ms: float = 0.0
     hang_rate: float = 0.0
     hang_seconds: float = 30.0
+    hold_in_flight: bool = False
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -42,6 +45,10 @@ class Faults:
                 raise ValueError(f"fault {name} must be a number, got {type(value).__name__}")
             if not 0.0 <= value <= 86_400_000:
                 raise ValueError(f"fault {name} must be >= 0 and finite, got {value}")
+        if not isinstance(self.hold_in_flight, bool):
+            raise ValueError(
+                f"fault hold_in_flight must be true or false, got {self.hold_in_flight!r}"
+            )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"fault seed must be an integer, got {type(self.seed).__name__}")
 
@@ -82,6 +89,9 @@ class FaultInjector:
         self._lock = threading.Lock()
         self._faults = faults or Faults()
         self._requests_per_key: dict[str, int] = {}
+        self._released = threading.Event()
+        if not self._faults.hold_in_flight:
+            self._released.set()
 
     @property
     def faults(self) -> Faults:
@@ -92,6 +102,15 @@ class FaultInjector:
         """Swap the faults in force; the per-key request counters keep counting."""
         with self._lock:
             self._faults = faults
+            if faults.hold_in_flight:
+                self._released.clear()
+            else:
+                self._released.set()
+
+    def wait_released(self, stopping: threading.Event) -> None:
+        """Wait while ``hold_in_flight`` is in force (or until the service stops)."""
+        while not self._released.wait(0.05) and not stopping.is_set():
+            pass
 
     def plan(self, key: str) -> FaultPlan:
         """The fault plan for the next request carrying ``key``."""

@@ -90,6 +90,7 @@ class NotificationService:
             if plan.hang_seconds:
                 self.store.count("hangs")
                 self.stopping.wait(plan.hang_seconds)
+            self.injector.wait_released(self.stopping)
             if self.stopping.is_set():
                 # Leave the marker in flight: after a stop mid-request the key looks exactly
                 # as it would after a crash, and is taken over once the timeout passes.

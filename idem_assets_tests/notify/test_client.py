@@ -108,7 +108,7 @@ def test_a_hang_beyond_the_client_timeout_is_retried_without_a_second_delivery(
 def test_a_key_still_in_flight_after_the_retries_is_a_retryable_error_not_a_delivery(
     start_server: StartServer, token: str
 ) -> None:
-    server = start_server(faults=Faults(latency_ms=1500))
+    server = start_server(faults=Faults(hold_in_flight=True))
     key = idempotency_key("test.orders.shipped", 9)
     first: list[DeliveryResult] = []
     holder = threading.Thread(target=lambda: first.append(_client(server.url, token).send(key, {})))
@@ -116,6 +116,7 @@ def test_a_key_still_in_flight_after_the_retries_is_a_retryable_error_not_a_deli
     wait_for_stat(server.url, token, "in_flight", 1)
     with pytest.raises(DeliveryError) as caught:
         _client(server.url, token, max_retries=2).send(key, {})
+    server.set_faults(Faults())  # the first request is answered only now
     wait_until(lambda: not holder.is_alive(), "the first send's answer", seen=first.copy)
     assert caught.value.retryable and caught.value.http_status == 409
     assert "not confirmed after 3 attempt(s)" in str(caught.value)

@@ -64,7 +64,7 @@ def test_replay_returns_the_original_response_and_is_not_a_delivery(
 def test_same_key_while_in_flight_gets_409_and_is_delivered_once(
     start_server: StartServer, token: str
 ) -> None:
-    server = start_server(faults=Faults(latency_ms=1500))
+    server = start_server(faults=Faults(hold_in_flight=True))
     holder, held = _post_in_thread(server.url, token, "k-in-flight", PAYLOAD)
     wait_for_stat(server.url, token, "in_flight", 1)
 
@@ -72,7 +72,9 @@ def test_same_key_while_in_flight_gets_409_and_is_delivered_once(
     assert second.status == 409
     assert second.json()["error"] == "in_flight"
     assert second.headers["retry-after"] == "1"
+    assert holder.is_alive()  # held in flight until released, however slow the machine
 
+    server.set_faults(Faults())
     wait_until(lambda: not holder.is_alive(), "the first request's answer", seen=held.copy)
     assert held[0].status == 201 and not held[0].replayed
     retry = post_notification(server.url, token, "k-in-flight", PAYLOAD)
@@ -96,10 +98,11 @@ def test_payload_mismatch_gets_422_and_keeps_the_original(
 
 
 def test_payload_mismatch_while_in_flight_gets_422(start_server: StartServer, token: str) -> None:
-    server = start_server(faults=Faults(latency_ms=1000))
+    server = start_server(faults=Faults(hold_in_flight=True))
     holder, held = _post_in_thread(server.url, token, "k-flight-mismatch", PAYLOAD)
     wait_for_stat(server.url, token, "in_flight", 1)
     changed = post_notification(server.url, token, "k-flight-mismatch", {"order_id": 7})
+    server.set_faults(Faults())
     wait_until(lambda: not holder.is_alive(), "the first request's answer", seen=held.copy)
     assert changed.status == 422
     assert held[0].status == 201
