@@ -20,6 +20,10 @@ from idem_assets.lake import Fingerprint, WriteOptions
 from idem_assets.lake.clauses import Clause, ClauseMerge, MergeConfigError
 from idem_assets.lake.predicates import Condition
 
+# The output metadata key of a table-creating write's Delta table configuration
+# (dagster-delta's name for it).
+TABLE_CONFIGURATION_KEY = "table_configuration"
+
 
 class WriteMode(StrEnum):
     """How an output is written (dagster-delta's ``WriteMode``)."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from idem_assets._lazy import lazy_module
-from idem_assets.lake.frames import FrameLike
+from idem_assets.lake.frames import FrameLike, is_writable, to_arrow, unsupported
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,6 +37,24 @@ class TableOutput:
     def unchanged_inputs(cls, input_signature: str) -> TableOutput:
         """The output of an asset whose inputs match the last settled write."""
         return cls(rows=None, input_signature=input_signature)
+
+    @classmethod
+    def handed_over(cls, obj: object) -> TableOutput:
+        """What an asset returned, as the writes take it: frames (pandas, polars) as Arrow
+        tables, streams and Spark DataFrames as they are; anything else is refused with the
+        types that are accepted."""
+        output = obj if isinstance(obj, TableOutput) else cls(obj)  # type: ignore[arg-type]
+        rows = output.rows
+        if rows is None or is_spark_frame(rows) or is_stream(rows):
+            return output
+        if not is_writable(rows):
+            raise unsupported(type(rows))
+        return output.whole()
+
+    def whole(self) -> TableOutput:
+        """The output with its rows as one Arrow table (a stream is read to its end)."""
+        assert self.rows is not None
+        return TableOutput(to_arrow(self.rows), self.input_signature, self.schema)
 
 
 class StaleSkipError(RuntimeError):

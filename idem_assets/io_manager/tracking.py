@@ -22,7 +22,8 @@ from typing import Any
 from deltalake import DeltaTable
 
 from idem_assets.checkpoint import CheckpointStore, Claim, LeaseLost, Status
-from idem_assets.checkpoint.leases import lease_live
+from idem_assets.checkpoint.heartbeat import lease_heartbeat
+from idem_assets.checkpoint.leases import Clock, lease_live
 from idem_assets.io_manager.output import UnsettledWriteError
 from idem_assets.io_manager.window import Window
 from idem_assets.lake.delta_log import commit_infos
@@ -261,6 +262,17 @@ class LakeWriteLog:
                 "duplicates_dropped": settlement.duplicates_dropped,
             },
         )
+
+    @contextmanager
+    def holding(self, claim: Claim, url: str, clock: Clock | None) -> Iterator[None]:
+        """Hold ``claim`` while the block writes: its lease renewed from another connection
+        to the store at ``url`` (``lease_heartbeat``), its record failed if the block raises."""
+        try:
+            with lease_heartbeat(url, claim, self.lease_seconds, clock):
+                yield
+        except BaseException as error:
+            self.fail(claim, error)
+            raise
 
     @contextmanager
     def settling(self, claim: Claim, version: int, committed: bool) -> Iterator[None]:

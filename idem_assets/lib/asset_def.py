@@ -18,7 +18,7 @@ from pydantic import Field
 
 from idem_assets._version import __version__
 from idem_assets.io_manager import Window, WriteSpec
-from idem_assets.io_manager.settings import TABLE_CONFIGURATION_KEY
+from idem_assets.io_manager.delta_modes import TABLE_CONFIGURATION_KEY
 from idem_assets.io_manager.spec import LANDING_SOURCE
 from idem_assets.lake.change_data import CHANGE_DATA_FEED
 from idem_assets.lake.history import IS_CURRENT, VALID_FROM, VALID_TO

@@ -3,9 +3,11 @@ and compares.
 
 Every write the IO manager makes, whether asked for by ``idem/strategy`` or by one of
 dagster-delta's modes, is one ``WriteStrategy`` object made for that output (see
-``writes.strategy_for``). The manager's one frame claims the output's record, hands the
-strategy a ``WriteRequest`` and settles what comes back (``Written``); nothing else in the
-IO manager knows how a kind of write works.
+``writes.strategy_for``). Before the claim the strategy prepares the output
+(``prepare_output``: erased rows out, a table deduplicated and its fingerprint started, a
+bad output refused); under the claim it writes it (``write_prepared``: the one place that
+chooses between ``write``, ``write_stream`` and ``write_spark``). Nothing else in the IO
+manager knows how a kind of write or a kind of rows works.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from idem_assets.io_manager.delta_modes import tables_only
 from idem_assets.io_manager.erasure import Filtered, erased_for, without_erased
 from idem_assets.io_manager.metadata import RowCounts
 from idem_assets.io_manager.noop import same_content
-from idem_assets.io_manager.output import TableOutput
+from idem_assets.io_manager.output import TableOutput, is_spark_frame, is_stream
 from idem_assets.io_manager.slices import PartitionSlice, partitions_label
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.window import Window
@@ -75,6 +77,42 @@ class Written:
     result: WriteResult
     touched: list[Condition]  # the part of the table the write could change (signed)
     counts: RowCounts
+
+
+@dataclass(frozen=True)
+class TableRows:
+    """A table (Arrow, pandas, polars, or a stream read whole): prepared on the driver."""
+
+    batch: PreparedBatch
+
+
+@dataclass(frozen=True)
+class StreamRows:
+    """A ``pa.RecordBatchReader`` over date partitions, written as it arrives."""
+
+    batches: pa.RecordBatchReader
+    schema: pa.Schema | None
+
+
+@dataclass(frozen=True)
+class SparkRows:
+    """A Spark DataFrame: executors write the files, delta-rs commits."""
+
+    frame: Any
+    schema: pa.Schema
+
+
+@dataclass(frozen=True)
+class PreparedOutput:
+    """An output ready to be written once its record is claimed."""
+
+    rows: TableRows | StreamRows | SparkRows
+    filtered: Filtered  # what the erasure filter took out of the asset's output
+
+    @property
+    def engine(self) -> str | None:
+        """The engine reported in the write's metadata (``spark``; None: delta-rs)."""
+        return "spark" if isinstance(self.rows, SparkRows) else None
 
 
 class WriteStrategy(ABC):
@@ -136,6 +174,28 @@ class WriteStrategy(ABC):
 
     # --- preparing, before the claim ---------------------------------------------------
 
+    def prepare_output(
+        self, output: TableOutput, covered: PartitionSlice, store: CheckpointStore
+    ) -> PreparedOutput:
+        """The output ready to write: erased rows out, then a table prepared (``prepare``),
+        a stream kept as it is when ``streams`` can write it as it arrives (else read whole),
+        a Spark DataFrame checked. A bad output fails here, before any claim."""
+        filtered = self.without_erased(output, store)
+        kept = filtered.output
+        rows: TableRows | StreamRows | SparkRows
+        if is_spark_frame(kept.rows):
+            if not self.on_spark:
+                raise ValueError(self.local_only())
+            if kept.schema is None:
+                raise ValueError("a Spark output needs the table schema (TableOutput(schema=...))")
+            rows = SparkRows(kept.rows, kept.schema)
+        elif is_stream(kept.rows) and self.streams(covered.window):
+            rows = StreamRows(kept.rows, kept.schema)  # type: ignore[arg-type]
+        else:
+            table = kept.whole().rows if is_stream(kept.rows) else kept.rows
+            rows = TableRows(self.prepare(table))  # type: ignore[arg-type]
+        return PreparedOutput(rows, filtered)
+
     def prepare(self, rows: pa.Table) -> PreparedBatch:
         """A table's rows ready to write; a bad batch fails here, before any claim."""
         return PreparedBatch.of(rows)
@@ -145,6 +205,28 @@ class WriteStrategy(ABC):
         return f"strategy {self.label!r} runs on the local engine only"
 
     # --- writing, under the claim -------------------------------------------------------
+
+    def write_prepared(self, request: WriteRequest, prepared: PreparedOutput) -> Written:
+        """Write a prepared output by the method its rows need, and count what was written."""
+        match prepared.rows:
+            case TableRows(batch):
+                result = self.write(request, batch)
+                counts = RowCounts(
+                    batch.rows.num_rows,
+                    batch.duplicates_dropped,
+                    input_rows=batch.input_rows,
+                    conflicting_keys=batch.conflicting_keys,
+                    streamed=False,
+                )
+                return Written(result, self.touched(request.covered, batch), counts)
+            case StreamRows(batches, schema):
+                result = self.write_stream(request, batches, schema)
+                rows = result.fingerprint.rows
+                counts = RowCounts(rows, 0, input_rows=rows, conflicting_keys=0, streamed=True)
+            case SparkRows(frame, schema):
+                result, dropped, conflicts = self.write_spark(request, frame, schema)
+                counts = RowCounts(result.fingerprint.rows, dropped, conflicting_keys=conflicts)
+        return Written(result, self.touched(request.covered, None), counts)
 
     def write(self, request: WriteRequest, batch: PreparedBatch) -> WriteResult:
         """Write a prepared batch; a no-op when nothing changed.
