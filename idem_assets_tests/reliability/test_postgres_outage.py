@@ -2,7 +2,8 @@
 
 A notifications run keeps its records in a PostgreSQL checkpoint store of its own server;
 while it is sending (the service answers slowly), the server is stopped the way an outage
-stops it (immediate shutdown: connections cut) and started again a few seconds later. The
+stops it (immediate shutdown: connections cut; deliveries are held in flight meanwhile, so
+the run is cut mid-way on any machine) and started again a few seconds later. The
 run fails with the store's error; nothing is stuck in progress past its lease; the rerun
 delivers every key the orders call for, each exactly once (a key whose delivery happened
 but was never recorded is replayed by the service, not delivered again).
@@ -77,11 +78,14 @@ def test_the_checkpoint_server_going_away_mid_run_loses_and_repeats_nothing(land
             process=child.process,
             output=child.stderr_tail,
         )
+        # No delivery completes from here until the server is down: the run is cut mid-way
+        # however fast or slow this machine is, then goes on into a store that is gone.
+        service.set_faults(Faults(hold_in_flight=True))
         stop_server(server)
+        service.set_faults(Faults())
         outage = child.wait()
         time.sleep(2.0)  # the outage itself: the server stays down a while
         start_server(server)
-        service.set_faults(Faults())
 
         assert outage.returncode == 0 and outage.runs, outage.tail()
         assert not outage.runs[0]["success"]

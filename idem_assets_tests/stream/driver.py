@@ -6,7 +6,9 @@ appended as a JSON line, and optionally `kill`: {"step", "seq", "index"?}. At th
 process SIGKILLs itself: the kill comes from this test-only observer, not from any hook in
 the library. With `drain`, it touches `ready_file` (if given) once its store is open, waits
 for `go_file` (if given), then runs until nothing is left, waiting while another live
-ingester holds a batch and pausing `pause_seconds` after each run.
+ingester holds a batch. With `turn_with` (the other ingester's `events` file) it waits after
+each batch it committed until the other has committed as many or has drained: the two take
+turns however fast either machine is, so both do real work.
 """
 
 from __future__ import annotations
@@ -55,8 +57,11 @@ def main(spec: dict[str, Any]) -> None:
     """Run the ingester described by `spec`."""
     events = Path(spec["events"]).open("a", encoding="utf-8")
     owner = spec["owner"]
+    committed = 0
 
     def observe(step: StreamStep) -> None:
+        nonlocal committed
+        committed += step.step == "committed"
         record = {"owner": owner, "step": step.step, "seq": step.seq, **step.detail}
         events.write(json.dumps(record, default=str) + "\n")
         events.flush()
@@ -90,17 +95,26 @@ def main(spec: dict[str, Any]) -> None:
         while go and not Path(go).exists():
             time.sleep(0.005)
         deadline = time.monotonic() + spec.get("deadline_seconds", 300)
+        other = spec.get("turn_with")
         while time.monotonic() < deadline:
             report = ingester.run()
             if report.stopped == "drained":
+                observe(StreamStep("drained", -1, {}))
                 return
             if report.stopped == "busy":
                 observe(StreamStep("busy", -1, {"detail": report.detail}))
                 time.sleep(0.02)
-            else:
-                # Room for the other ingester to take the next batch, so both do real work.
-                time.sleep(spec.get("pause_seconds", 0))
+            while other and not _caught_up(Path(other), committed):
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"driver: {other} did not take its turn before the deadline")
+                time.sleep(0.02)
         raise SystemExit("driver: the stream did not drain before the deadline")
+
+
+def _caught_up(other: Path, committed: int) -> bool:
+    """Whether the ingester logging to ``other`` committed ``committed`` batches, or drained."""
+    steps = [event["step"] for event in read_events(other)]
+    return "drained" in steps or steps.count("committed") >= committed
 
 
 if __name__ == "__main__":

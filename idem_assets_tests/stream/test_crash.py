@@ -145,7 +145,7 @@ def test_two_ingester_processes_share_a_stream_without_duplicates(
                 # Nobody dies here: a lease only has to outlast a batch on a loaded machine.
                 lease_seconds=300,
                 deadline_seconds=WAIT_SECONDS,
-                pause_seconds=0.1,
+                turn_with=str(logs[1 - n]),  # each waits for the other's turn: both write
             )
         )
         for n, (log, flag) in enumerate(zip(logs, ready, strict=True))
