@@ -20,7 +20,9 @@ class Faults:
     anything is recorded; ``error_after_delivery_rate`` delivers, stores the response and then
     answers 502 (the ambiguous case); latency and hangs happen while the key is in flight.
     ``hold_in_flight`` keeps every request that claimed its key in flight until the faults
-    are replaced by ones without it (a test's gate: nothing depends on how long it takes).
+    are replaced by ones without it (a test's gate: nothing depends on how long it takes);
+    ``hold_after`` (> 0) lets that many requests claim and deliver first, counted from when
+    these faults were put in force, and holds every later one the same way.
     """
 
     error_rate: float = 0.0
@@ -30,6 +32,7 @@ class Faults:
     hang_rate: float = 0.0
     hang_seconds: float = 30.0
     hold_in_flight: bool = False
+    hold_after: int = 0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -49,8 +52,19 @@ class Faults:
             raise ValueError(
                 f"fault hold_in_flight must be true or false, got {self.hold_in_flight!r}"
             )
+        if isinstance(self.hold_after, bool) or not isinstance(self.hold_after, int):
+            raise ValueError(
+                f"fault hold_after must be an integer, got {type(self.hold_after).__name__}"
+            )
+        if self.hold_after < 0:
+            raise ValueError(f"fault hold_after must be >= 0, got {self.hold_after}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"fault seed must be an integer, got {type(self.seed).__name__}")
+
+    @property
+    def holds(self) -> bool:
+        """Whether some request is held in flight under these faults."""
+        return self.hold_in_flight or self.hold_after > 0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], base: Faults | None = None) -> Faults:
@@ -90,7 +104,8 @@ class FaultInjector:
         self._faults = faults or Faults()
         self._requests_per_key: dict[str, int] = {}
         self._released = threading.Event()
-        if not self._faults.hold_in_flight:
+        self._passed = 0  # requests at the gate since the faults in force were put in force
+        if not self._faults.holds:
             self._released.set()
 
     @property
@@ -102,13 +117,20 @@ class FaultInjector:
         """Swap the faults in force; the per-key request counters keep counting."""
         with self._lock:
             self._faults = faults
-            if faults.hold_in_flight:
+            self._passed = 0
+            if faults.holds:
                 self._released.clear()
             else:
                 self._released.set()
 
     def wait_released(self, stopping: threading.Event) -> None:
-        """Wait while ``hold_in_flight`` is in force (or until the service stops)."""
+        """Wait while this request is held (``hold_in_flight``, or past ``hold_after``) and
+        the faults holding it are in force, or until the service stops."""
+        with self._lock:
+            self._passed += 1
+            faults = self._faults
+            if not faults.hold_in_flight and self._passed <= faults.hold_after:
+                return
         while not self._released.wait(0.05) and not stopping.is_set():
             pass
 

@@ -126,6 +126,8 @@ def test_same_seed_gives_the_same_failures_and_another_seed_does_not(
         ({"error_after_delivery_rate": "0.5"}, "must be a number"),
         ({"seed": 1.5}, "seed must be an integer"),
         ({"hold_in_flight": "yes"}, "hold_in_flight must be true or false"),
+        ({"hold_after": -1}, "hold_after must be >= 0"),
+        ({"hold_after": "2"}, "hold_after must be an integer"),
     ],
 )
 def test_invalid_faults_are_refused_naming_the_field(fields: dict, message: str) -> None:

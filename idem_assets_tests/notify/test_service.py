@@ -83,6 +83,24 @@ def test_same_key_while_in_flight_gets_409_and_is_delivered_once(
     assert (stats["deliveries"], stats["conflicts"], stats["in_flight"]) == (1, 1, 0)
 
 
+def test_hold_after_delivers_that_many_then_holds_the_next_until_released(
+    start_server: StartServer, token: str
+) -> None:
+    server = start_server(faults=Faults(hold_after=2))
+    first = [post_notification(server.url, token, f"k-before-{n}", PAYLOAD) for n in range(2)]
+    assert [r.status for r in first] == [201, 201]
+    holder, held = _post_in_thread(server.url, token, "k-held", PAYLOAD)
+    wait_for_stat(server.url, token, "in_flight", 1)
+    assert holder.is_alive()  # the third request is held, however fast the machine
+    assert get_json(server.url, token, "/v1/stats")["deliveries"] == 2
+
+    server.set_faults(Faults())
+    wait_until(lambda: not holder.is_alive(), "the held request's answer", seen=held.copy)
+    assert held[0].status == 201
+    stats = get_json(server.url, token, "/v1/stats")
+    assert (stats["deliveries"], stats["in_flight"]) == (3, 0)
+
+
 def test_payload_mismatch_gets_422_and_keeps_the_original(
     start_server: StartServer, token: str
 ) -> None:

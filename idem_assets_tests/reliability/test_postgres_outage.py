@@ -61,7 +61,9 @@ def test_the_checkpoint_server_going_away_mid_run_loses_and_repeats_nothing(land
         expected = {r.key for r in notification_records(orders, dt.date.fromisoformat(DAY))}
         client = NotificationClient(service.url, TOKEN)
 
-        service.set_faults(Faults(latency_ms=150.0))  # a run of several seconds
+        # Four deliveries go through; every later one is held in flight until the server is
+        # down: the run is cut mid-way however fast or slow this machine is.
+        service.set_faults(Faults(hold_after=4))
         child = spawn_runs(
             project,
             tmp_path / "work",
@@ -78,11 +80,8 @@ def test_the_checkpoint_server_going_away_mid_run_loses_and_repeats_nothing(land
             process=child.process,
             output=child.stderr_tail,
         )
-        # No delivery completes from here until the server is down: the run is cut mid-way
-        # however fast or slow this machine is, then goes on into a store that is gone.
-        service.set_faults(Faults(hold_in_flight=True))
         stop_server(server)
-        service.set_faults(Faults())
+        service.set_faults(Faults())  # released: the run goes on into a store that is gone
         outage = child.wait()
         time.sleep(2.0)  # the outage itself: the server stays down a while
         start_server(server)
