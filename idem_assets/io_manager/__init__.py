@@ -7,7 +7,7 @@ from idem_assets.io_manager.manager import IdempotentDeltaIOManager, output_wind
 from idem_assets.io_manager.output import StaleSkipError, TableOutput, UnsettledWriteError
 from idem_assets.io_manager.spec import WriteSpec
 from idem_assets.io_manager.window import Window
-from idem_assets.io_manager.writes import RerunComparison, compare, write
+from idem_assets.io_manager.writes import RerunComparison, compare, compare_days, write
 
 __all__ = [
     "IdempotentDeltaIOManager",
@@ -23,6 +23,7 @@ __all__ = [
     "Window",
     "WriteSpec",
     "compare",
+    "compare_days",
     "output_window",
     "prepare",
     "read",

@@ -6,8 +6,14 @@ from collections.abc import Iterator, Sequence
 
 import dagster as dg
 
-from idem_assets.io_manager import RerunComparison, Window, compare, prepare, target_table
-from idem_assets.io_manager.writes import compare_days
+from idem_assets.io_manager import (
+    RerunComparison,
+    Window,
+    compare,
+    compare_days,
+    prepare,
+    target_table,
+)
 from idem_assets.lake import read_rows
 from idem_assets.lake.erasure import Erased
 from idem_assets.lake.frames import to_arrow
