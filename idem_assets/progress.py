@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -81,6 +82,7 @@ class Progress:
         self._phase: _Phase | None = None
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._follow, name="progress", daemon=True)
+        self._out = _own_stdout()
 
     @classmethod
     def from_env(cls) -> Progress:
@@ -99,11 +101,18 @@ class Progress:
     ) -> None:
         self._stopped.set()
         self._thread.join()
+        if self._out is not None:
+            self._out.close()
 
     def say(self, line: str) -> None:
         """Print ``line`` on stdout now."""
         with self._lock:
-            print(line, flush=True)
+            if self._out is None:
+                print(line, flush=True)
+            else:
+                sys.stdout.flush()  # what the command printed before comes first
+                self._out.write(line + "\n")
+                self._out.flush()
             self._last_line = time.monotonic()
 
     @contextmanager
@@ -137,6 +146,23 @@ class Progress:
                 now = time.monotonic()
                 if now - self._last_line >= self.quiet_seconds:
                     self.say(f"{phase.prefix}still {doing} · {now - phase.began:.1f} s")
+
+
+def _own_stdout() -> TextIO | None:
+    """A stream on a copy of stdout's file descriptor, taken now; None when stdout has none
+    (a test's capture).
+
+    While a Dagster step runs, the instance's compute log manager points descriptor 1 at the
+    step's log file and copies that file to the terminal from another process, later: a line
+    printed there during a step arrives after lines printed since, or among the next
+    command's. The copy taken before any step keeps pointing at the terminal.
+    """
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return os.fdopen(os.dup(descriptor), "w", encoding=encoding, errors="replace")
 
 
 class RunSteps:

@@ -139,3 +139,36 @@ def test_the_command_prints_from_its_first_line_and_each_step_as_it_ends(lake, m
     for asset in DAILY_TABLES:
         assert STEP_STARTED.format(asset) in done.stderr, asset
         assert STEP_STARTED.format(asset) not in done.stdout, asset
+
+
+PROGRESS_PROGRAM = """
+import os, sys, tempfile
+from idem_assets.progress import Progress
+
+with Progress(quiet_seconds=3600) as progress:
+    print("before", flush=True)
+    # What Dagster's compute log manager does while a step runs: descriptor 1 points at the
+    # step's log file (and a process copies it to the terminal later).
+    log = tempfile.NamedTemporaryFile(delete=False)
+    saved = os.dup(1)
+    os.dup2(log.fileno(), 1)
+    progress.say("during the step")
+    os.dup2(saved, 1)
+    print("after", flush=True)
+    progress.say("the run's line")
+print(open(log.name).read() == "", flush=True)
+"""
+
+
+def test_progress_lines_reach_the_terminal_in_order_while_a_step_captures_stdout():
+    """A progress line printed while a step's compute log holds descriptor 1 comes out at
+    once and in order, not later through the log's copy (the demo's run lines did)."""
+    done = run_python("-c", PROGRESS_PROGRAM)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "before",
+        "during the step",
+        "after",
+        "the run's line",
+        "True",  # nothing of ours went into the step's log
+    ]
