@@ -82,7 +82,7 @@ class Progress:
         self._phase: _Phase | None = None
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._follow, name="progress", daemon=True)
-        self._out = _own_stdout()
+        self._out: TextIO | None = None  # a copy of stdout while entered (``_own_stdout``)
 
     @classmethod
     def from_env(cls) -> Progress:
@@ -90,6 +90,7 @@ class Progress:
         return cls(progress_seconds())
 
     def __enter__(self) -> Progress:
+        self._out = _own_stdout()
         self._thread.start()
         return self
 
@@ -103,6 +104,7 @@ class Progress:
         self._thread.join()
         if self._out is not None:
             self._out.close()
+            self._out = None
 
     def say(self, line: str) -> None:
         """Print ``line`` on stdout now."""
