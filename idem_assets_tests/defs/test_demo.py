@@ -149,14 +149,16 @@ with Progress(quiet_seconds=3600) as progress:
     print("before", flush=True)
     # What Dagster's compute log manager does while a step runs: descriptor 1 points at the
     # step's log file (and a process copies it to the terminal later).
-    log = tempfile.NamedTemporaryFile(delete=False)
+    log = tempfile.TemporaryFile()  # gone when closed
     saved = os.dup(1)
     os.dup2(log.fileno(), 1)
     progress.say("during the step")
     os.dup2(saved, 1)
     print("after", flush=True)
     progress.say("the run's line")
-print(open(log.name).read() == "", flush=True)
+log.seek(0)
+print(log.read() == b"", flush=True)
+log.close()
 """
 
 
